@@ -1,0 +1,1 @@
+"""memnestd: the one process that owns every memory database and the embedding model."""

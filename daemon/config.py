@@ -1,0 +1,56 @@
+"""Daemon settings, read once from the environment at start."""
+import os
+from dataclasses import dataclass
+
+OFFLINE_MODEL = "memnest/all-MiniLM-L6-v2-int8"
+DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
+
+
+def _float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise SystemExit(f"{name}={raw!r} is not a number")
+
+
+def _int(name: str, default: int) -> int:
+    return int(_float(name, default))
+
+
+@dataclass(frozen=True)
+class Settings:
+    embedding_model: str
+    fusion: str
+    rrf_k: int
+    search_candidates: int
+    search_limit: int
+    list_limit: int
+    max_content_preview: int
+    max_store_chars: int
+    max_batch: int
+    latency_warn_ms: float
+    buffer_pool_mb: int
+    workspace_idle_close_s: float
+
+    @classmethod
+    def from_env(cls) -> "Settings":
+        fusion = os.environ.get("MEMORY_FUSION", "legacy").strip().lower() or "legacy"
+        if fusion not in ("legacy", "rrf"):
+            raise SystemExit(f"MEMORY_FUSION={fusion!r}: expected 'legacy' or 'rrf'")
+        return cls(
+            embedding_model=os.environ.get("MEMORY_EMBEDDING_MODEL", "").strip() or DEFAULT_MODEL,
+            fusion=fusion,
+            rrf_k=_int("MEMORY_RRF_K", 60),
+            search_candidates=_int("MEMORY_SEARCH_CANDIDATES", 100),
+            search_limit=_int("MEMORY_SEARCH_LIMIT", 10),
+            list_limit=_int("MEMORY_LIST_LIMIT", 20),
+            max_content_preview=_int("MEMORY_MAX_CONTENT", 500),
+            max_store_chars=_int("MEMORY_MAX_STORE_CHARS", 20000),
+            max_batch=_int("MEMORY_MAX_BATCH", 500),
+            latency_warn_ms=_float("MEMORY_LATENCY_WARN_MS", 200),
+            buffer_pool_mb=_int("MEMNEST_BUFFER_POOL_MB", 256),
+            workspace_idle_close_s=_float("MEMNEST_WORKSPACE_IDLE_CLOSE_S", 1800),
+        )

@@ -1,0 +1,206 @@
+"""LadybugDB access for one database file: schema, and the durable half of every write.
+
+Only this module talks Cypher to the store. Each thread gets its own connection; callers
+serialise writes (see workspace.MemoryStore), so every write here is one transaction that
+either commits whole or leaves nothing behind.
+"""
+import logging
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import real_ladybug as lb
+
+from .records import Memory
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = "1"
+MEMORY_COLUMNS = ("id", "content", "content_hash", "category", "tags", "importance",
+                  "access_count", "workspace", "created_at", "updated_at", "accessed_at",
+                  "embedding_model")
+RELATION_TYPES = ("RELATED_TO", "SUPERSEDES", "EXPLAINS")
+
+
+class ModelMismatch(RuntimeError):
+    pass
+
+
+def _schema(dim: int) -> list[str]:
+    return [
+        "CREATE NODE TABLE IF NOT EXISTS Meta(key STRING PRIMARY KEY, value STRING)",
+        "CREATE NODE TABLE IF NOT EXISTS Memory(id INT64 PRIMARY KEY, content STRING, "
+        "content_hash STRING, category STRING, tags STRING[], importance INT64, "
+        "access_count INT64, workspace STRING, created_at TIMESTAMP, updated_at TIMESTAMP, "
+        f"accessed_at TIMESTAMP, embedding FLOAT[{dim}], embedding_model STRING)",
+        "CREATE NODE TABLE IF NOT EXISTS Topic(name STRING PRIMARY KEY)",
+        "CREATE REL TABLE IF NOT EXISTS ABOUT(FROM Memory TO Topic)",
+        *(f"CREATE REL TABLE IF NOT EXISTS {rel}(FROM Memory TO Memory, created_at TIMESTAMP)"
+          for rel in RELATION_TYPES),
+    ]
+
+
+class Database:
+    def __init__(self, path: str, model: str, dim: int, buffer_pool_mb: int):
+        self.path = path
+        self.ephemeral = path == ":memory:"
+        if not self.ephemeral:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._db = lb.Database(None if self.ephemeral else path,
+                               buffer_pool_size=buffer_pool_mb * 1024 * 1024)
+        self._local = threading.local()
+        self._connections: list[lb.Connection] = []
+        self._connections_lock = threading.Lock()
+        self._ensure_schema(model, dim)
+
+    # -- connections ---------------------------------------------------------------------
+
+    def _conn(self) -> lb.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = lb.Connection(self._db)
+            self._local.conn = conn
+            with self._connections_lock:
+                self._connections.append(conn)
+        return conn
+
+    def rows(self, query: str, params: dict | None = None) -> list[list]:
+        result = self._conn().execute(query, params or {})
+        out = []
+        while result.has_next():
+            out.append(result.get_next())
+        return out
+
+    @contextmanager
+    def transaction(self):
+        conn = self._conn()
+        conn.execute("BEGIN TRANSACTION")
+        try:
+            yield self
+        except BaseException:
+            try:
+                conn.execute("ROLLBACK")
+            except Exception:  # the failed statement may already have aborted it
+                log.debug("rollback after failure also failed", exc_info=True)
+            raise
+        conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._connections_lock:
+            for conn in self._connections:
+                try:
+                    conn.close()
+                except Exception:
+                    log.debug("closing a connection failed", exc_info=True)
+            self._connections.clear()
+        self._db.close()
+
+    # -- schema and model signature ------------------------------------------------------
+
+    def _ensure_schema(self, model: str, dim: int) -> None:
+        has_meta = any(r[1] == "Meta" for r in self.rows("CALL show_tables() RETURN *"))
+        if has_meta:
+            meta = dict(self.rows("MATCH (k:Meta) RETURN k.key, k.value"))
+            stored_model = meta.get("embedding_model")
+            if stored_model and stored_model != model:
+                raise ModelMismatch(
+                    f"database {self.path} was embedded with {stored_model!r} "
+                    f"({meta.get('embedding_dim')} dims) but the daemon runs {model!r} "
+                    f"({dim} dims); restart memnestd with MEMORY_EMBEDDING_MODEL={stored_model} "
+                    "or point MEMORY_DB_PATH at another database")
+        with self.transaction():
+            for statement in _schema(dim):
+                self.rows(statement)
+            for key, value in (("schema_version", SCHEMA_VERSION),
+                               ("embedding_model", model), ("embedding_dim", str(dim))):
+                self.rows("MERGE (k:Meta {key: $k}) SET k.value = $v", {"k": key, "v": value})
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def load_all(self) -> tuple[list[Memory], list[tuple[int, np.ndarray]]]:
+        """Every memory and every stored embedding, to rebuild the derived indexes."""
+        cols = ", ".join(f"m.{c}" for c in MEMORY_COLUMNS)
+        rows = self.rows(f"MATCH (m:Memory) RETURN {cols}, m.embedding")
+        memories, vectors = [], []
+        for row in rows:
+            memories.append(_memory(row))
+            if row[-1] is not None:
+                vectors.append((row[0], np.asarray(row[-1], dtype=np.float32)))
+        return memories, vectors
+
+    def topic_counts(self) -> list[tuple[str, int]]:
+        return [(r[0], r[1]) for r in self.rows(
+            "MATCH (m:Memory)-[:ABOUT]->(t:Topic) RETURN t.name, count(m) AS n "
+            "ORDER BY n DESC, t.name")]
+
+    def edges_of(self, memory_id: int) -> list[dict]:
+        out = []
+        for rel in RELATION_TYPES:
+            for src, dst in self.rows(
+                    f"MATCH (a:Memory)-[:{rel}]->(b:Memory) WHERE a.id = $id OR b.id = $id "
+                    "RETURN a.id, b.id", {"id": memory_id}):
+                out.append({"type": rel, "from_id": src, "to_id": dst})
+        return out
+
+    # -- writes (call inside transaction()) ----------------------------------------------
+
+    def insert(self, m: Memory, embedding: np.ndarray | None) -> None:
+        self.rows(
+            "CREATE (m:Memory {id: $id, content: $content, content_hash: $content_hash, "
+            "category: $category, tags: $tags, importance: $importance, "
+            "access_count: $access_count, workspace: $workspace, created_at: $created_at, "
+            "updated_at: $updated_at, accessed_at: $accessed_at, embedding: $embedding, "
+            "embedding_model: $embedding_model})",
+            {**_params(m), "embedding": None if embedding is None else embedding.tolist()})
+        self.link_topics(m.id, m.tags)
+
+    def update(self, m: Memory, embedding: np.ndarray | None, old_tags: list[str]) -> None:
+        params = _params(m)
+        sets = ", ".join(f"m.{c} = ${c}" for c in MEMORY_COLUMNS if c != "id")
+        if embedding is not None:
+            sets += ", m.embedding = $embedding"
+            params["embedding"] = embedding.tolist()
+        self.rows(f"MATCH (m:Memory) WHERE m.id = $id SET {sets}", params)
+        removed = [t for t in old_tags if t not in m.tags]
+        if removed:
+            self.rows("MATCH (m:Memory)-[a:ABOUT]->(t:Topic) WHERE m.id = $id AND t.name IN $names "
+                      "DELETE a", {"id": m.id, "names": removed})
+            self.reap_topics(removed)
+        self.link_topics(m.id, [t for t in m.tags if t not in old_tags])
+
+    def touch(self, ids: list[int], bumps: list[int], when) -> None:
+        self.rows("UNWIND range(0, size($ids) - 1) AS i MATCH (m:Memory) WHERE m.id = $ids[i] "
+                  "SET m.access_count = m.access_count + $bumps[i], m.accessed_at = $when",
+                  {"ids": ids, "bumps": bumps, "when": when})
+
+    def delete(self, ids: list[int], tags: list[str]) -> None:
+        self.rows("MATCH (m:Memory) WHERE m.id IN $ids DETACH DELETE m", {"ids": ids})
+        self.reap_topics(tags)
+
+    def link_topics(self, memory_id: int, tags: list[str]) -> None:
+        for tag in tags:
+            self.rows("MERGE (t:Topic {name: $name})", {"name": tag})
+            self.rows("MATCH (m:Memory), (t:Topic) WHERE m.id = $id AND t.name = $name "
+                      "MERGE (m)-[:ABOUT]->(t)", {"id": memory_id, "name": tag})
+
+    def reap_topics(self, names: list[str]) -> None:
+        """Remove Topic nodes among `names` that no memory is about any more."""
+        if names:
+            self.rows("MATCH (t:Topic) WHERE t.name IN $names AND NOT EXISTS "
+                      "{ MATCH (:Memory)-[:ABOUT]->(t) } DELETE t", {"names": list(names)})
+
+
+def _params(m: Memory) -> dict:
+    return {c: getattr(m, c) for c in MEMORY_COLUMNS}
+
+
+def _memory(row: list) -> Memory:
+    values = dict(zip(MEMORY_COLUMNS, row))
+    values["tags"] = list(values["tags"] or [])
+    values["importance"] = int(values["importance"] or 3)
+    values["access_count"] = int(values["access_count"] or 0)
+    values["embedding_model"] = values["embedding_model"] or ""
+    values["category"] = values["category"] or "general"
+    values["workspace"] = values["workspace"] or ""
+    return Memory(**values)

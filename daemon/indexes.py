@@ -1,0 +1,143 @@
+"""The two derived search indexes of a database: exact cosine and BM25 keywords.
+
+Both live in memory, are rebuilt from the database when it opens and are changed only by the
+daemon's own writes, right after they commit: the daemon is the only writer, so they cannot
+drift from the database.
+"""
+import re
+import threading
+
+import numpy as np
+import tantivy
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class VectorIndex:
+    """Unit vectors in one float32 matrix; search is one matrix-vector product."""
+
+    def __init__(self, dim: int):
+        self.dim = dim
+        self._matrix = np.zeros((64, dim), dtype=np.float32)
+        self._ids = np.zeros(64, dtype=np.int64)
+        self._row: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._row)
+
+    def __contains__(self, memory_id: int) -> bool:
+        return memory_id in self._row
+
+    def ids(self) -> set[int]:
+        return set(self._row)
+
+    def upsert(self, memory_id: int, vector: np.ndarray) -> None:
+        row = self._row.get(memory_id)
+        if row is None:
+            row = len(self._row)
+            if row == len(self._ids):
+                self._matrix = np.concatenate([self._matrix, np.zeros_like(self._matrix)])
+                self._ids = np.concatenate([self._ids, np.zeros_like(self._ids)])
+            self._row[memory_id] = row
+            self._ids[row] = memory_id
+        self._matrix[row] = vector
+
+    def remove(self, memory_id: int) -> None:
+        row = self._row.pop(memory_id, None)
+        if row is None:
+            return
+        last = len(self._row)  # index of the last live row, after the pop
+        if row != last:
+            moved = int(self._ids[last])
+            self._matrix[row] = self._matrix[last]
+            self._ids[row] = moved
+            self._row[moved] = row
+
+    def vector(self, memory_id: int) -> np.ndarray | None:
+        row = self._row.get(memory_id)
+        return None if row is None else self._matrix[row].copy()
+
+    def search(self, query: np.ndarray, allowed: set[int] | None, k: int) -> list[tuple[int, float]]:
+        """The k most similar memories among `allowed` (all when None), best first."""
+        n = len(self._row)
+        if n == 0 or k <= 0:
+            return []
+        ids = self._ids[:n]
+        scores = self._matrix[:n] @ query.astype(np.float32)
+        if allowed is not None:
+            mask = np.fromiter((int(i) in allowed for i in ids), dtype=bool, count=n)
+            ids, scores = ids[mask], scores[mask]
+        if len(ids) == 0:
+            return []
+        k = min(k, len(ids))
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.lexsort((ids[top], -scores[top]))]
+        return [(int(ids[i]), float(scores[i])) for i in top]
+
+
+class KeywordIndex:
+    """BM25 over content and tags (English stemming), with workspace and category as exact
+    terms so filters run inside the index rather than after it."""
+
+    def __init__(self):
+        builder = tantivy.SchemaBuilder()
+        builder.add_integer_field("id", stored=True, indexed=True, fast=True)
+        builder.add_text_field("text", stored=False, tokenizer_name="en_stem")
+        builder.add_text_field("workspace", stored=False, tokenizer_name="raw")
+        builder.add_text_field("category", stored=False, tokenizer_name="raw")
+        builder.add_text_field("tag", stored=False, tokenizer_name="raw")
+        self._schema = builder.build()
+        self._index = tantivy.Index(self._schema)
+        self._writer = self._index.writer(heap_size=15_000_000, num_threads=1)
+        self._lock = threading.Lock()
+        self._ids: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def ids(self) -> set[int]:
+        return set(self._ids)
+
+    def upsert_many(self, docs) -> None:
+        """docs: iterable of Memory records. One commit for the lot."""
+        with self._lock:
+            for m in docs:
+                if m.id in self._ids:
+                    self._writer.delete_documents_by_term("id", m.id)
+                self._writer.add_document(tantivy.Document(
+                    id=m.id, text=m.content + "\n" + " ".join(m.tags),
+                    workspace=m.workspace, category=m.category, tag=list(m.tags) or [""]))
+                self._ids.add(m.id)
+            self._commit()
+
+    def remove_many(self, ids) -> None:
+        with self._lock:
+            for memory_id in ids:
+                if memory_id in self._ids:
+                    self._writer.delete_documents_by_term("id", memory_id)
+                    self._ids.discard(memory_id)
+            self._commit()
+
+    def _commit(self) -> None:
+        self._writer.commit()
+        self._index.reload()
+
+    def search(self, text: str, k: int, workspace: str | None = None,
+               categories: list[str] | None = None, tags: list[str] | None = None
+               ) -> list[tuple[int, float]]:
+        # Only word characters reach the query parser: user text can never be query syntax.
+        words = [w.lower() for w in _WORD.findall(text)]
+        if not words or k <= 0:
+            return []
+        clauses = [(tantivy.Occur.Must, self._index.parse_query(" ".join(words), ["text"]))]
+        if workspace is not None:
+            clauses.append((tantivy.Occur.Must,
+                            tantivy.Query.term_query(self._schema, "workspace", workspace)))
+        for field, values in (("category", categories), ("tag", tags)):
+            if values:
+                clauses.append((tantivy.Occur.Must, tantivy.Query.boolean_query(
+                    [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, field, v))
+                     for v in values])))
+        searcher = self._index.searcher()
+        hits = searcher.search(tantivy.Query.boolean_query(clauses), k).hits
+        return [(int(searcher.doc(addr)["id"][0]), float(score)) for score, addr in hits]

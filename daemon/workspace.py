@@ -1,0 +1,183 @@
+"""One open database with its derived state, and the registry that opens them on demand.
+
+A MemoryStore is the unit of consistency: the LadybugDB file (durable truth), the catalog of
+memories, the vector index and the keyword index. Writers hold its write lock across the
+database transaction and the index updates that follow the commit, so readers never see an
+index that disagrees with the database.
+"""
+import logging
+import os
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from .database import Database, ModelMismatch
+from .errors import ToolError, invalid
+from .indexes import KeywordIndex, VectorIndex
+from .records import Memory
+from .rwlock import RWLock
+
+log = logging.getLogger(__name__)
+
+
+class MemoryStore:
+    def __init__(self, db_path: str, model: str, dim: int, buffer_pool_mb: int):
+        started = time.monotonic()
+        self.db_path = db_path
+        self.model = model
+        self.db = Database(db_path, model, dim, buffer_pool_mb)
+        self.lock = RWLock()
+        self.catalog: dict[int, Memory] = {}
+        self.vectors = VectorIndex(dim)
+        self.keywords = KeywordIndex()
+        self.last_used = time.monotonic()
+        self._load()
+        log.info("opened %s: %d memories in %.2fs", db_path, len(self.catalog),
+                 time.monotonic() - started)
+
+    def _load(self) -> None:
+        memories, vectors = self.db.load_all()
+        self.catalog = {m.id: m for m in memories}
+        self._by_hash = {(m.workspace, m.content_hash): m.id for m in memories}
+        for memory_id, vector in vectors:
+            self.vectors.upsert(memory_id, vector)
+        self.keywords.upsert_many(memories)
+        self._next_id = max(self.catalog, default=0) + 1
+
+    @contextmanager
+    def reading(self):
+        self.last_used = time.monotonic()
+        with self.lock.read():
+            yield self
+
+    @contextmanager
+    def writing(self):
+        self.last_used = time.monotonic()
+        with self.lock.write():
+            yield self
+
+    def allocate_id(self) -> int:
+        """Call with the write lock held."""
+        memory_id = self._next_id
+        self._next_id += 1
+        return memory_id
+
+    # -- derived state, updated after a commit (write lock held) -------------------------
+
+    def indexed(self, memories: list[Memory], embeddings: dict[int, np.ndarray]) -> None:
+        for m in memories:
+            old = self.catalog.get(m.id)
+            if old is not None and self._by_hash.get((old.workspace, old.content_hash)) == m.id:
+                del self._by_hash[(old.workspace, old.content_hash)]
+            self.catalog[m.id] = m
+            self._by_hash[(m.workspace, m.content_hash)] = m.id
+        for memory_id, vector in embeddings.items():
+            self.vectors.upsert(memory_id, vector)
+        self.keywords.upsert_many(memories)
+
+    def unindexed(self, ids: list[int]) -> None:
+        for memory_id in ids:
+            old = self.catalog.pop(memory_id, None)
+            if old is not None and self._by_hash.get((old.workspace, old.content_hash)) == memory_id:
+                del self._by_hash[(old.workspace, old.content_hash)]
+            self.vectors.remove(memory_id)
+        self.keywords.remove_many(ids)
+
+    def rebuild_indexes(self) -> None:
+        """Call with the write lock held."""
+        self.vectors = VectorIndex(self.vectors.dim)
+        self.keywords = KeywordIndex()
+        self._load()
+
+    # -- reads (read lock held) ----------------------------------------------------------
+
+    def in_scope(self, workspace: str | None) -> list[Memory]:
+        if workspace is None:
+            return list(self.catalog.values())
+        return [m for m in self.catalog.values() if m.workspace == workspace]
+
+    def find_hash(self, workspace: str, digest: str) -> Memory | None:
+        memory_id = self._by_hash.get((workspace, digest))
+        return None if memory_id is None else self.catalog.get(memory_id)
+
+    def close(self) -> None:
+        with self.lock.write():
+            self.db.close()
+
+
+def database_path(workspace: str, db_path: str) -> str:
+    """Where a workspace's memories live: MEMORY_DB_PATH when the caller set one (relative
+    paths are taken from the workspace), else <workspace>/.memnest/memory.lbug."""
+    if db_path == ":memory:":
+        return db_path
+    if db_path:
+        path = Path(db_path).expanduser()
+        return str(path if path.is_absolute() else Path(workspace) / path)
+    return str(Path(workspace) / ".memnest" / "memory.lbug")
+
+
+def check_workspace(workspace: str) -> str:
+    if not workspace:
+        raise invalid("no workspace was given: set MEMORY_WORKSPACE or start the client in a "
+                      "project directory")
+    if "\x00" in workspace or not os.path.isabs(workspace):
+        raise invalid(f"workspace {workspace!r} must be an absolute directory path")
+    resolved = os.path.realpath(workspace)
+    if not os.path.isdir(resolved):
+        raise invalid(f"workspace {workspace!r} is not an existing directory; check "
+                      "MEMORY_WORKSPACE or the directory the client runs in")
+    return resolved
+
+
+class StoreRegistry:
+    """Opens each database once, on first use, and keeps it open while it is used."""
+
+    def __init__(self, model: str, dim: int, buffer_pool_mb: int):
+        self._model, self._dim, self._buffer_pool_mb = model, dim, buffer_pool_mb
+        self._stores: dict[str, MemoryStore] = {}
+        self._opening: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+        self.workspaces: dict[str, str] = {}  # caller workspace -> database path
+
+    def open(self, workspace: str, db_path: str) -> MemoryStore:
+        path = database_path(workspace, db_path)
+        key = path if path == ":memory:" else os.path.realpath(path)
+        with self._lock:
+            store = self._stores.get(key)
+            if store is not None:
+                self.workspaces[workspace] = key
+                return store
+            opening = self._opening.setdefault(key, threading.Lock())
+        with opening:  # one thread opens a given file; others wait for it
+            with self._lock:
+                store = self._stores.get(key)
+            if store is None:
+                try:
+                    store = MemoryStore(key, self._model, self._dim, self._buffer_pool_mb)
+                except ModelMismatch as exc:
+                    raise ToolError("model_mismatch", str(exc)) from None
+                except OSError as exc:
+                    raise ToolError("storage_error", f"cannot open database {key}: {exc}") from None
+                except RuntimeError as exc:
+                    raise ToolError("storage_error", f"cannot open database {key}: {exc}") from None
+                with self._lock:
+                    self._stores[key] = store
+        with self._lock:
+            self.workspaces[workspace] = key
+        return store
+
+    def stores(self) -> list[MemoryStore]:
+        with self._lock:
+            return list(self._stores.values())
+
+    def close_all(self) -> None:
+        with self._lock:
+            stores, self._stores = list(self._stores.values()), {}
+        for store in stores:
+            try:
+                store.close()
+            except Exception:
+                log.exception("closing %s failed", store.db_path)

@@ -1,0 +1,1 @@
+"""The contract between memnestd and its clients: gRPC messages, versions, where the socket lives."""

@@ -1,0 +1,36 @@
+"""Where the daemon's socket, logs and caches live. Shared by the daemon and every client."""
+import os
+import warnings
+from pathlib import Path
+
+import platformdirs
+
+APP = "memnest"
+
+
+def runtime_dir() -> Path:
+    with warnings.catch_warnings():  # no XDG_RUNTIME_DIR: platformdirs falls back, noisily
+        warnings.simplefilter("ignore")
+        return Path(platformdirs.user_runtime_dir(APP))
+
+
+def socket_path() -> Path:
+    override = os.environ.get("MEMNEST_SOCKET")
+    return Path(override) if override else runtime_dir() / "memnestd.sock"
+
+
+def log_dir() -> Path:
+    return Path(platformdirs.user_log_dir(APP))
+
+
+def log_file() -> Path:
+    override = os.environ.get("MEMNEST_LOG_FILE")
+    return Path(override) if override else log_dir() / "memnestd.log"
+
+
+def cache_dir() -> Path:
+    return Path(platformdirs.user_cache_dir(APP))
+
+
+def grpc_target(path: Path) -> str:
+    return f"unix://{path}"
