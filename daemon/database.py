@@ -114,7 +114,14 @@ class Database:
                 self.rows(statement)
             for key, value in (("schema_version", SCHEMA_VERSION),
                                ("embedding_model", model), ("embedding_dim", str(dim))):
-                self.rows("MERGE (k:Meta {key: $k}) SET k.value = $v", {"k": key, "v": value})
+                self.set_meta(key, value)
+
+    def meta(self, key: str) -> str | None:
+        rows = self.rows("MATCH (k:Meta) WHERE k.key = $k RETURN k.value", {"k": key})
+        return rows[0][0] if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.rows("MERGE (k:Meta {key: $k}) SET k.value = $v", {"k": key, "v": value})
 
     # -- reads ---------------------------------------------------------------------------
 

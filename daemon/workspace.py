@@ -45,7 +45,10 @@ class MemoryStore:
         for memory_id, vector in vectors:
             self.vectors.upsert(memory_id, vector)
         self.keywords.upsert_many(memories)
-        self._next_id = max(self.catalog, default=0) + 1
+        # Ids are never reused, even after the newest memory is deleted: an agent may still
+        # hold an old id, and it must not come to mean another memory.
+        self._next_id = max(max(self.catalog, default=0) + 1,
+                            int(self.db.meta("next_id") or 1))
 
     @contextmanager
     def reading(self):
@@ -60,10 +63,13 @@ class MemoryStore:
             yield self
 
     def allocate_id(self) -> int:
-        """Call with the write lock held."""
+        """Call with the write lock held, then save_next_id() in the same transaction."""
         memory_id = self._next_id
         self._next_id += 1
         return memory_id
+
+    def save_next_id(self) -> None:
+        self.db.set_meta("next_id", str(self._next_id))
 
     # -- derived state, updated after a commit (write lock held) -------------------------
 

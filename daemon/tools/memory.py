@@ -117,6 +117,8 @@ def memory_store(ctx: ToolContext, args: dict) -> dict:
         with store.db.transaction() as db:
             for m, vector in added:
                 db.insert(m, vector)
+            if added:
+                store.save_next_id()
             for m in bumped.values():
                 db.update(m, None, m.tags)
         store.indexed([m for m, _ in added] + list(bumped.values()),
