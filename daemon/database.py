@@ -5,7 +5,9 @@ serialise writes (see workspace.MemoryStore), so every write here is one transac
 either commits whole or leaves nothing behind.
 """
 import logging
+import os
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -47,12 +49,30 @@ class Database:
         self.ephemeral = path == ":memory:"
         if not self.ephemeral:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self._db = lb.Database(None if self.ephemeral else path,
-                               buffer_pool_size=buffer_pool_mb * 1024 * 1024)
+        self._db = self._open(buffer_pool_mb)
         self._local = threading.local()
         self._connections: list[lb.Connection] = []
         self._connections_lock = threading.Lock()
         self._ensure_schema(model, dim)
+
+    def _open(self, buffer_pool_mb: int) -> lb.Database:
+        def attempt():
+            return lb.Database(None if self.ephemeral else self.path,
+                               buffer_pool_size=buffer_pool_mb * 1024 * 1024)
+        try:
+            return attempt()
+        except RuntimeError as exc:
+            wal = Path(self.path + ".wal")
+            if self.ephemeral or "wal" not in str(exc).lower() or not wal.exists():
+                raise
+            # Every acknowledged write was checkpointed (see transaction()), so a WAL that
+            # cannot be replayed holds only a transaction that was never acknowledged.
+            aside = wal.with_name(f"{wal.name}.unreplayable-{int(time.time())}")
+            os.replace(wal, aside)
+            log.warning("%s: WAL could not be replayed (%s); set it aside as %s and opened "
+                        "the last checkpoint, which holds every acknowledged write",
+                        self.path, exc, aside.name)
+            return attempt()
 
     # -- connections ---------------------------------------------------------------------
 
@@ -85,6 +105,12 @@ class Database:
                 log.debug("rollback after failure also failed", exc_info=True)
             raise
         conn.execute("COMMIT")
+        # LadybugDB 0.15.3 cannot replay a WAL holding a record of more than a few KB (a
+        # 384-float embedding is one) after a crash: "Corrupted wal file". Checkpointing
+        # each write before acknowledging it means a crash can only lose a write that was
+        # never acknowledged, and _open() can set that WAL aside.
+        if not self.ephemeral:
+            conn.execute("CHECKPOINT")
 
     def close(self) -> None:
         with self._connections_lock:

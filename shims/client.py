@@ -110,8 +110,8 @@ class DaemonClient:
             # Exit 0 means another daemon holds the lock (it is starting): keep waiting.
             if code not in (None, 0):
                 raise DaemonUnavailable(
-                    f"memnestd exited with code {code} while starting; the reason is at the "
-                    f"end of {log_path}")
+                    f"memnestd exited with code {code} while starting: "
+                    f"{_last_line(log_path)} (full log: {log_path})")
             time.sleep(0.1)
         raise DaemonUnavailable(f"memnestd did not answer on {self.socket_path} within "
                                 f"{START_DEADLINE_S:.0f}s; see {log_path}")
@@ -165,6 +165,17 @@ class DaemonClient:
         except grpc.RpcError as exc:
             raise DaemonUnavailable(f"memnestd failed the call after a restart: "
                                     f"{exc.code().name}: {exc.details()}") from None
+
+
+def _last_line(path: Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 4096))
+            lines = [ln for ln in f.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+    except OSError:
+        return "no log"
+    return lines[-1].strip() if lines else "no log"
 
 
 def protocol_compatible(status: pb.StatusResponse) -> bool:

@@ -1,0 +1,34 @@
+# memnest: `make run` to see it work, `make test` to check it.
+VENV   ?= .venv
+PYTHON ?= python3
+PY     := $(VENV)/bin/python
+# The model that installs from PyPI and runs without network access (see README).
+export MEMORY_EMBEDDING_MODEL ?= memnest/all-MiniLM-L6-v2-int8
+
+.PHONY: install run test proto bench stop clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[offline,dev]"
+	touch $@
+
+run: install
+	$(PY) examples/demo.py
+
+test: install
+	$(PY) -m pytest
+
+proto: install
+	$(PY) proto/generate.py
+
+bench: install
+	$(PY) bench/core.py
+
+stop:
+	-$(VENV)/bin/memnest-ctl stop
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache

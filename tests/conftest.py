@@ -1,0 +1,148 @@
+"""Fixtures that run the real thing: memnestd on a temp socket with the offline model, the
+real memnest-mcp shim driven by the MCP SDK's stdio client, real LadybugDB files."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import psutil
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from memnest_shims.client import DaemonClient
+
+BIN = Path(sys.executable).parent
+OFFLINE_MODEL = "memnest/all-MiniLM-L6-v2-int8"
+
+
+class Daemon:
+    """A daemon environment: its socket, log and the env that points clients at it."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(root, 0o700)
+        self.socket = root / "memnestd.sock"
+        self.log = root / "memnestd.log"
+        self.env = {**os.environ, "MEMNEST_SOCKET": str(self.socket),
+                    "MEMNEST_LOG_FILE": str(self.log),
+                    "MEMORY_EMBEDDING_MODEL": OFFLINE_MODEL}
+        self.env.pop("MEMORY_WORKSPACE", None)
+        self.env.pop("MEMORY_DB_PATH", None)
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, *extra: str, wait: bool = True) -> subprocess.Popen:
+        self.proc = subprocess.Popen([str(BIN / "memnestd"), *extra], env=self.env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if wait:
+            self.wait_ready()
+        return self.proc
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        client = self.client(autostart=False)
+        while time.monotonic() < deadline:
+            if client.is_running():
+                client.close()
+                return
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"memnestd exited: {self.proc.stderr.read()}")
+            time.sleep(0.05)
+        raise TimeoutError("memnestd did not become ready")
+
+    def client(self, autostart: bool = True) -> DaemonClient:
+        return DaemonClient(self.socket, client_name="tests", autostart=autostart)
+
+    def pids(self) -> list[int]:
+        """Every live memnestd process serving this socket."""
+        found = []
+        for p in psutil.process_iter(["cmdline", "pid"]):
+            try:
+                cmd = " ".join(p.info["cmdline"] or [])
+                if "memnestd" in cmd and "pytest" not in cmd and \
+                        p.environ().get("MEMNEST_SOCKET") == str(self.socket) and \
+                        p.status() != psutil.STATUS_ZOMBIE:
+                    found.append(p.info["pid"])
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        return found
+
+    def stop(self) -> None:
+        for pid in self.pids():
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 40
+        while self.pids() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for pid in self.pids():
+            os.kill(pid, signal.SIGKILL)
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+
+    @asynccontextmanager
+    async def mcp(self, cwd: Path, **env):
+        """A real memnest-mcp process, spoken to by the MCP SDK's stdio client."""
+        params = StdioServerParameters(command=str(BIN / "memnest-mcp"), cwd=str(cwd),
+                                       env={**self.env, **env})
+        with open(self.root / "shim-stderr.log", "a") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    yield session
+
+
+def result_json(result) -> dict:
+    assert not result.is_error, result.content[0].text
+    return json.loads(result.content[0].text)
+
+
+def error_text(result) -> str:
+    assert result.is_error, f"expected a tool error, got {result.content[0].text[:300]}"
+    return result.content[0].text
+
+
+@pytest.fixture(scope="session")
+def daemon():
+    """One warm daemon shared by the tests that do not kill or restart it."""
+    root = Path(tempfile.mkdtemp(prefix="memnest-test-"))
+    d = Daemon(root)
+    d.start()
+    yield d
+    d.stop()
+
+
+@pytest.fixture
+def fresh_daemon(tmp_path):
+    """A daemon environment of the test's own, not yet started."""
+    d = Daemon(tmp_path / "run")
+    yield d
+    d.stop()
+
+
+@pytest.fixture
+def workspace(tmp_path) -> Path:
+    path = tmp_path / "project"
+    path.mkdir()
+    return path.resolve()
+
+
+@pytest.fixture
+def call(daemon, workspace):
+    """Call a tool on the shared daemon over gRPC, in this test's workspace."""
+    client = daemon.client()
+
+    def _call(tool: str, ws: Path | None = None, **arguments):
+        return client.call_tool(tool, arguments, str(ws or workspace))
+    yield _call
+    client.close()
