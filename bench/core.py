@@ -332,14 +332,23 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+def _is_interrupt(exc: BaseException) -> bool:
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    return any(_is_interrupt(e) for e in getattr(exc, "exceptions", ()))
+
+
 @contextmanager
-def sigterm_as_interrupt():
-    """SIGTERM takes the same path as Ctrl-C, so the cleanup runs either way."""
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+def interrupts_raise():
+    """Ctrl-C and SIGTERM raise KeyboardInterrupt wherever the bench is, so the cleanup runs.
+    (Left to itself, the asyncio runner turns Ctrl-C into a cancellation that an MCP call in
+    flight can absorb.)"""
+    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def tool_json(result) -> dict:
@@ -550,7 +559,7 @@ def main() -> int:
                      "batch": BATCH, "top_k": TOP_K}
     bench_started = time.perf_counter()
     try:
-        with sigterm_as_interrupt():
+        with interrupts_raise():
             print("[1/4] shim start-up", flush=True)
             summary["startup"] = bench_startup(env, cold_reps, warm_reps)
             status = env.client().status()
@@ -574,7 +583,9 @@ def main() -> int:
             summary["raw_model_load_s"] = load
             note(f"raw fastembed: {', '.join(f'{r:.0f}' for r in rates)}/s")
             print("[4/4] done", flush=True)
-    except KeyboardInterrupt:
+    except BaseException as exc:  # noqa: B036 - anyio may wrap Ctrl-C in an exception group
+        if not _is_interrupt(exc):
+            raise
         print("interrupted; cleaning up", file=sys.stderr)
         return 130
     finally:
