@@ -557,6 +557,7 @@ def main() -> int:
     summary: dict = {"model": OFFLINE_MODEL, "cpus": psutil.cpu_count(), "corpus": args.corpus,
                      "sizes": sizes, "queries": len(queries), "passes": passes,
                      "batch": BATCH, "top_k": TOP_K}
+    summary["loadavg_start"] = [round(x, 2) for x in psutil.getloadavg()]
     bench_started = time.perf_counter()
     try:
         with interrupts_raise():
@@ -591,6 +592,7 @@ def main() -> int:
     finally:
         env.cleanup(keep=args.keep)
     summary["runtime_s"] = time.perf_counter() - bench_started
+    summary["loadavg_end"] = [round(x, 2) for x in psutil.getloadavg()]
 
     report(summary, sizes, n_store)
     if args.json:
@@ -607,8 +609,9 @@ def report(s: dict, sizes: list[int], n_store: int) -> None:
 
     rows = [
         ("spawn memnest-mcp -> tool list, daemon warm", secs(st["warm_tools_s"])),
+        ("  of which spawn -> initialize answered", secs(st["warm_initialize_s"])),
         ("spawn memnest-mcp -> tool list, daemon cold", secs(st["cold_tools_s"])),
-        ("  of which model load in the cold daemon", secs(st["cold_model_load_s"])),
+        ("  of which model load (daemon's own figure)", secs(st["cold_model_load_s"])),
     ]
     for size in sizes:
         r = s["search"][size]
@@ -638,7 +641,8 @@ def report(s: dict, sizes: list[int], n_store: int) -> None:
     width = max(len(k) for k, _ in rows)
     print()
     print(f"memnest core figures ({s['cpus']} CPUs, {s['model']}, {s['corpus']} corpus, "
-          f"run took {s['runtime_s']:.0f} s)")
+          f"run took {s['runtime_s']:.0f} s; load average {s['loadavg_start'][0]:.1f} at "
+          f"start, {s['loadavg_end'][0]:.1f} at end)")
     for key, value in rows:
         print(f"  {key:<{width}}  {value}")
 

@@ -33,7 +33,6 @@ class Settings:
     max_batch: int
     latency_warn_ms: float
     buffer_pool_mb: int
-    workspace_idle_close_s: float
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -52,5 +51,4 @@ class Settings:
             max_batch=_int("MEMORY_MAX_BATCH", 500),
             latency_warn_ms=_float("MEMORY_LATENCY_WARN_MS", 200),
             buffer_pool_mb=_int("MEMNEST_BUFFER_POOL_MB", 256),
-            workspace_idle_close_s=_float("MEMNEST_WORKSPACE_IDLE_CLOSE_S", 1800),
         )

@@ -1,6 +1,7 @@
 """`make run`: start memnestd (through the shim, as an editor would) and show a real store and
 search over MCP stdio. The memories go to examples/demo-workspace/.memnest/."""
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -23,32 +24,43 @@ MEMORIES = [
 ]
 
 
-def show(title: str, result) -> dict:
-    payload = json.loads(result.content[0].text) if not result.is_error else None
-    print(f"\n== {title}")
-    print(result.content[0].text if payload is None else json.dumps(payload, indent=2)[:1500])
-    return payload
+def payload(result) -> dict:
+    if result.is_error:
+        raise SystemExit(f"tool error: {result.content[0].text}")
+    return json.loads(result.content[0].text)
 
 
 async def main() -> None:
     WORKSPACE.mkdir(exist_ok=True)
-    params = StdioServerParameters(command=SHIM, cwd=str(WORKSPACE))
+    # MCP clients pass only a minimal environment to servers; forward memnest's own settings
+    # as an editor's `env` block would.
+    env = {k: v for k, v in os.environ.items() if k.startswith(("MEMORY_", "MEMNEST_"))}
+    params = StdioServerParameters(command=SHIM, cwd=str(WORKSPACE), env=env)
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             tools = await session.list_tools()
-            print("tools from memnestd via memnest-mcp:", ", ".join(t.name for t in tools.tools))
-            show("memory_store (batch)", await session.call_tool(
-                "memory_store", {"items": MEMORIES}))
-            found = show("memory_search: 'when do we ship to production?'",
-                         await session.call_tool("memory_search", {
-                             "query": "when do we ship to production?", "top_k": 2,
-                             "preview_chars": 120}))
-            top = found["results"][0]["content"]
-            print(f"\nTop hit: {top}")
-            show("memory_stats", await session.call_tool("memory_stats", {}))
-    print("\nThe daemon keeps running for your editors; `.venv/bin/memnest-ctl status` shows "
-          "it and `make stop` stops it.")
+            print("tools served by memnestd through memnest-mcp:")
+            print("  " + ", ".join(t.name for t in tools.tools))
+
+            stored = payload(await session.call_tool("memory_store", {"items": MEMORIES}))
+            print(f"\nmemory_store: {len(MEMORIES)} items -> "
+                  + ", ".join(f"{r['status']} #{r['id']}" for r in stored["results"]))
+
+            for query in ("when do we ship to production?", "which language for the UI?"):
+                found = payload(await session.call_tool("memory_search", {
+                    "query": query, "top_k": 2, "preview_chars": 100}))
+                print(f"\nmemory_search: {query!r}")
+                for r in found["results"]:
+                    print(f"  #{r['id']}  score {r['score']:.3f}  {r['content']}")
+
+            stats = payload(await session.call_tool("memory_stats", {}))
+            health = "healthy" if stats["index_health"]["healthy"] else "UNHEALTHY"
+            print(f"\nmemory_stats: {stats['memories']} memories in {stats['database']}, "
+                  f"indexes {health}, model {stats['embedding_model']}, daemon pid "
+                  f"{stats['runtime']['pid']}")
+    print("\nThe daemon keeps running for your editors: `.venv/bin/memnest-ctl status` shows "
+          "it, `make stop` stops it.")
 
 
 if __name__ == "__main__":
