@@ -28,7 +28,6 @@ class Shim:
         self.client = DaemonClient(client_name="memnest-mcp")
         self.workspace: str | None = ws.from_env()
         self.db_path = ws.db_path_override()
-        self.long_running: set[str] = set()
 
     async def resolve_workspace(self, ctx) -> str:
         if self.workspace is None:
@@ -59,7 +58,6 @@ class Shim:
             definitions = await anyio.to_thread.run_sync(self.client.list_tools)
         except DaemonUnavailable as exc:
             raise RuntimeError(str(exc)) from None
-        self.long_running = {d.name for d in definitions if d.long_running}
         return types.ListToolsResult(tools=[
             types.Tool(
                 name=d.name, description=d.description,
@@ -76,14 +74,13 @@ class Shim:
         workspace = await self.resolve_workspace(ctx)
         arguments = dict(params.arguments or {})
         on_progress = None
-        token = (ctx.meta or {}).get("progress_token") if ctx.meta else None
-        if token is not None and params.name in self.long_running:
-            portal_session = ctx.session
+        token = (ctx.meta or {}).get("progress_token")
+        if token is not None:  # the client wants progress: stream the call from the daemon
+            session = ctx.session
 
             def on_progress(done: float, total: float, message: str) -> None:
-                anyio.from_thread.run(
-                    lambda: portal_session.send_progress_notification(
-                        token, done, total or None, message or None))
+                anyio.from_thread.run(session.send_progress_notification,
+                                      token, done, total or None, message or None)
 
         try:
             result = await anyio.to_thread.run_sync(

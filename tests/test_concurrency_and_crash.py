@@ -1,9 +1,13 @@
 """Many editor windows on one daemon, and a daemon that dies under them."""
 import os
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import anyio
+import psutil
 
 from conftest import result_json
 
@@ -71,10 +75,23 @@ def test_closing_a_window_leaves_only_the_daemon(fresh_daemon, workspace):
             result_json(await s.call_tool("memory_stats", {}))
     anyio.run(body)
     time.sleep(0.5)
-    import psutil
     shims = [p for p in psutil.process_iter(["cmdline"])
              if "memnest-mcp" in " ".join(p.info["cmdline"] or [])
              and p.status() != psutil.STATUS_ZOMBIE]
     mine = [p for p in shims if p.environ().get("MEMNEST_SOCKET") == str(fresh_daemon.socket)]
     assert mine == []
     assert len(fresh_daemon.pids()) == 1
+
+
+def test_shim_exits_by_itself_when_stdin_closes(daemon, workspace):
+    shim = subprocess.Popen([str(Path(sys.executable).parent / "memnest-mcp")], cwd=workspace,
+                            env=daemon.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    init = ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+            '"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n')
+    shim.stdin.write(init.encode())
+    shim.stdin.flush()
+    assert b'"result"' in shim.stdout.readline()
+    shim.stdin.close()
+    assert shim.wait(timeout=15) == 0
+    assert daemon.client(autostart=False).is_running()

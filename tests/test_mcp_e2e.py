@@ -158,3 +158,33 @@ def test_workspace_from_env_and_db_path_override(daemon, tmp_path):
         assert stats["database"] == ":memory:"
         assert not (elsewhere / ".memnest").exists()
     anyio.run(body)
+
+
+def test_long_batch_streams_progress(daemon, workspace):
+    client = daemon.client()
+    events = []
+    items = [{"content": f"Streaming item {n}: the queue depth alarm fires at {n * 3}"}
+             for n in range(150)]
+    result = client.call_tool("memory_store", {"items": items}, str(workspace),
+                              on_progress=lambda done, total, msg: events.append((done, total)))
+    assert result["stored"] == 150
+    assert events and events[-1] == (150, 150)
+    assert [d for d, _ in events] == sorted(d for d, _ in events)
+
+
+def test_progress_reaches_the_mcp_client(daemon, workspace):
+    async def body():
+        seen = []
+
+        async def on_progress(progress, total, message):
+            seen.append((progress, total))
+
+        async with daemon.mcp(workspace) as s:
+            items = [{"content": f"Progress note {n} for the MCP client"} for n in range(130)]
+            r = await s.call_tool("memory_store", {"items": items},
+                                  progress_callback=on_progress)
+            assert result_json(r)["stored"] == 130
+        return seen
+
+    seen = anyio.run(body)
+    assert seen and seen[-1] == (130, 130)

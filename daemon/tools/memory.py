@@ -61,6 +61,25 @@ def _visible(ctx: ToolContext, m: Memory | None, everywhere: bool = False) -> bo
     return m is not None and (everywhere or m.workspace == ctx.workspace)
 
 
+EMBED_CHUNK = 64
+
+
+def _embed_with_progress(ctx: ToolContext, texts: list[str]) -> list:
+    """Embed in chunks so a long batch reports progress to a streaming caller. Chunks are
+    cut from the texts in length order, since a batch pads to its longest text."""
+    if len(texts) <= EMBED_CHUNK:
+        return list(ctx.embedder.embed(texts))
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    vectors: list = [None] * len(texts)
+    for start in range(0, len(order), EMBED_CHUNK):
+        chunk = order[start:start + EMBED_CHUNK]
+        for i, vector in zip(chunk, ctx.embedder.embed([texts[i] for i in chunk])):
+            vectors[i] = vector
+        done = start + len(chunk)
+        ctx.progress(done, len(texts), f"embedded {done} of {len(texts)}")
+    return vectors
+
+
 # -- memory_store ----------------------------------------------------------------------------
 
 @tool("memory_store",
@@ -72,7 +91,8 @@ def _visible(ctx: ToolContext, m: Memory | None, everywhere: bool = False) -> bo
        "properties": {**_ITEM["properties"],
                       "items": {"type": "array", "items": _ITEM, "minItems": 1,
                                 "description": "Batch form: several memories in one call."}},
-       "additionalProperties": False})
+       "additionalProperties": False},
+      long_running=True)
 def memory_store(ctx: ToolContext, args: dict) -> dict:
     if "items" in args and any(k in args for k in ("category", "tags", "importance")):
         raise invalid("with `items`, give category/tags/importance inside each item")
@@ -88,7 +108,7 @@ def memory_store(ctx: ToolContext, args: dict) -> dict:
         prepared.append((text, item.get("category", "general"),
                          normalise_tags(item.get("tags")), item.get("importance", 3)))
 
-    vectors = ctx.embedder.embed([p[0] for p in prepared])  # the slow part, outside the lock
+    vectors = _embed_with_progress(ctx, [p[0] for p in prepared])  # slow: outside the lock
     store = ctx.store
     outcomes: list[tuple[str, Memory]] = []
     added: list[tuple[Memory, object]] = []
