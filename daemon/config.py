@@ -33,6 +33,8 @@ class Settings:
     max_batch: int
     latency_warn_ms: float
     buffer_pool_mb: int
+    max_db_gb: int
+    idle_close_minutes: float
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -51,4 +53,6 @@ class Settings:
             max_batch=_int("MEMORY_MAX_BATCH", 500),
             latency_warn_ms=_float("MEMORY_LATENCY_WARN_MS", 200),
             buffer_pool_mb=_int("MEMNEST_BUFFER_POOL_MB", 256),
+            max_db_gb=_int("MEMNEST_MAX_DB_GB", 64),
+            idle_close_minutes=_float("MEMNEST_IDLE_CLOSE_MINUTES", 30),
         )

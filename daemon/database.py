@@ -44,21 +44,24 @@ def _schema(dim: int) -> list[str]:
 
 
 class Database:
-    def __init__(self, path: str, model: str, dim: int, buffer_pool_mb: int):
+    def __init__(self, path: str, model: str, dim: int, buffer_pool_mb: int, max_db_gb: int):
         self.path = path
         self.ephemeral = path == ":memory:"
         if not self.ephemeral:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self._db = self._open(buffer_pool_mb)
+        self._db = self._open(buffer_pool_mb, max_db_gb)
         self._local = threading.local()
         self._connections: list[lb.Connection] = []
         self._connections_lock = threading.Lock()
         self._ensure_schema(model, dim)
 
-    def _open(self, buffer_pool_mb: int) -> lb.Database:
+    def _open(self, buffer_pool_mb: int, max_db_gb: int) -> lb.Database:
+        # max_db_size is reserved as address space per open database: LadybugDB's default
+        # (8 TiB) lets a process hold only 15 databases open at once.
         def attempt():
             return lb.Database(None if self.ephemeral else self.path,
-                               buffer_pool_size=buffer_pool_mb * 1024 * 1024)
+                               buffer_pool_size=buffer_pool_mb * 1024 * 1024,
+                               max_db_size=max_db_gb * 1024 ** 3)
         try:
             return attempt()
         except RuntimeError as exc:
@@ -98,19 +101,24 @@ class Database:
         conn.execute("BEGIN TRANSACTION")
         try:
             yield self
+            conn.execute("COMMIT")
         except BaseException:
             try:
                 conn.execute("ROLLBACK")
             except Exception:  # the failed statement may already have aborted it
                 log.debug("rollback after failure also failed", exc_info=True)
             raise
-        conn.execute("COMMIT")
         # LadybugDB 0.15.3 cannot replay a WAL holding a record of more than a few KB (a
         # 384-float embedding is one) after a crash: "Corrupted wal file". Checkpointing
         # each write before acknowledging it means a crash can only lose a write that was
         # never acknowledged, and _open() can set that WAL aside.
         if not self.ephemeral:
-            conn.execute("CHECKPOINT")
+            try:
+                conn.execute("CHECKPOINT")
+            except Exception:
+                # The write is committed and visible; failing the call now would leave the
+                # caller's indexes behind the database. The next checkpoint covers it.
+                log.exception("checkpoint after commit failed on %s", self.path)
 
     def close(self) -> None:
         with self._connections_lock:

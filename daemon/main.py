@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"memnestd: {exc}", file=sys.stderr)
         lock.release()
         return 1
-    stores = StoreRegistry(embedder.name, embedder.dim, settings.buffer_pool_mb)
+    stores = StoreRegistry(embedder.name, embedder.dim, settings.buffer_pool_mb,
+                           settings.max_db_gb)
     runtime = Runtime(embedder, stores, str(sock), str(log_path))
     server = DaemonServer(sock, lambda stop: MemnestService(runtime, settings, stop))
     server_ref.append(server)
@@ -91,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         lock.release()
         return 0
     server.start()
+    if settings.idle_close_minutes > 0:
+        _start_idle_closer(stores, settings.idle_close_minutes * 60)
     try:
         server.wait()
     finally:
@@ -99,6 +102,23 @@ def main(argv: list[str] | None = None) -> int:
         lock.release()
         log.info("memnestd stopped")
     return 0
+
+
+def _start_idle_closer(stores, idle_seconds: float) -> None:
+    """Close databases nobody has used for a while, so a long-lived daemon that has seen
+    many projects holds only the ones in use."""
+    import threading
+    import time
+
+    def loop():
+        while True:
+            time.sleep(min(60.0, max(1.0, idle_seconds / 4)))
+            try:
+                stores.close_idle(idle_seconds)
+            except Exception:
+                log.exception("closing idle databases failed")
+
+    threading.Thread(target=loop, name="idle-closer", daemon=True).start()
 
 
 if __name__ == "__main__":

@@ -102,6 +102,7 @@ class MemnestService(pb_grpc.MemnestServicer):
     def _call(self, request, progress) -> pb.CallToolResponse:
         started = time.monotonic()
         self.runtime.begin()
+        ctx = None
         try:
             tool = TOOLS.get(request.tool)
             if tool is None:
@@ -126,6 +127,8 @@ class MemnestService(pb_grpc.MemnestServicer):
                 f"{type(exc).__name__}: {exc}. The daemon is still running; details are in "
                 f"{self.runtime.log_path}"))
         finally:
+            if ctx is not None:
+                ctx.close()
             elapsed_ms = (time.monotonic() - started) * 1000
             if elapsed_ms > self.settings.latency_warn_ms:
                 log.warning("%s took %.0f ms", request.tool, elapsed_ms)

@@ -24,11 +24,13 @@ log = logging.getLogger(__name__)
 
 
 class MemoryStore:
-    def __init__(self, db_path: str, model: str, dim: int, buffer_pool_mb: int):
+    def __init__(self, db_path: str, model: str, dim: int, buffer_pool_mb: int,
+                 max_db_gb: int):
         started = time.monotonic()
         self.db_path = db_path
         self.model = model
-        self.db = Database(db_path, model, dim, buffer_pool_mb)
+        self.users = 0  # calls using this store right now; guarded by the registry's lock
+        self.db = Database(db_path, model, dim, buffer_pool_mb, max_db_gb)
         self.lock = RWLock()
         self.catalog: dict[int, Memory] = {}
         self.vectors = VectorIndex(dim)
@@ -139,41 +141,65 @@ def check_workspace(workspace: str) -> str:
 
 
 class StoreRegistry:
-    """Opens each database once, on first use, and keeps it open while it is used."""
+    """Opens each database once, on first use, keeps it open while it is used, and closes it
+    after it has been idle for a while (an ephemeral `:memory:` database stays open)."""
 
-    def __init__(self, model: str, dim: int, buffer_pool_mb: int):
-        self._model, self._dim, self._buffer_pool_mb = model, dim, buffer_pool_mb
+    def __init__(self, model: str, dim: int, buffer_pool_mb: int, max_db_gb: int):
+        self._open_args = (model, dim, buffer_pool_mb, max_db_gb)
         self._stores: dict[str, MemoryStore] = {}
         self._opening: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
         self.workspaces: dict[str, str] = {}  # caller workspace -> database path
 
-    def open(self, workspace: str, db_path: str) -> MemoryStore:
+    def acquire(self, workspace: str, db_path: str) -> MemoryStore:
+        """The store for a workspace, marked in use until release()."""
         path = database_path(workspace, db_path)
         key = path if path == ":memory:" else os.path.realpath(path)
         with self._lock:
             store = self._stores.get(key)
-            if store is not None:
-                self.workspaces[workspace] = key
-                return store
-            opening = self._opening.setdefault(key, threading.Lock())
-        with opening:  # one thread opens a given file; others wait for it
-            with self._lock:
-                store = self._stores.get(key)
             if store is None:
-                try:
-                    store = MemoryStore(key, self._model, self._dim, self._buffer_pool_mb)
-                except ModelMismatch as exc:
-                    raise ToolError("model_mismatch", str(exc)) from None
-                except OSError as exc:
-                    raise ToolError("storage_error", f"cannot open database {key}: {exc}") from None
-                except RuntimeError as exc:
-                    raise ToolError("storage_error", f"cannot open database {key}: {exc}") from None
+                opening = self._opening.setdefault(key, threading.Lock())
+        if store is None:
+            with opening:  # one thread opens a given file; others wait for it
                 with self._lock:
-                    self._stores[key] = store
+                    store = self._stores.get(key)
+                if store is None:
+                    store = self._open(key)
+                    with self._lock:
+                        self._stores[key] = store
         with self._lock:
+            if self._stores.get(key) is not store:  # closed as idle in between: open again
+                return self.acquire(workspace, db_path)
+            store.users += 1
             self.workspaces[workspace] = key
         return store
+
+    def release(self, store: MemoryStore) -> None:
+        with self._lock:
+            store.users -= 1
+            store.last_used = time.monotonic()
+
+    def _open(self, key: str) -> MemoryStore:
+        try:
+            return MemoryStore(key, *self._open_args)
+        except ModelMismatch as exc:
+            raise ToolError("model_mismatch", str(exc)) from None
+        except (OSError, RuntimeError) as exc:
+            raise ToolError("storage_error", f"cannot open database {key}: {exc}") from None
+
+    def close_idle(self, idle_seconds: float) -> list[str]:
+        """Close databases no call has used for `idle_seconds`; returns their paths."""
+        now = time.monotonic()
+        with self._lock:
+            idle = [s for key, s in self._stores.items() if key != ":memory:"
+                    and s.users == 0 and now - s.last_used >= idle_seconds]
+            for store in idle:
+                del self._stores[store.db_path]
+            self.workspaces = {w: k for w, k in self.workspaces.items() if k in self._stores}
+        for store in idle:
+            log.info("closing %s after %.0fs idle", store.db_path, now - store.last_used)
+            store.close()
+        return [s.db_path for s in idle]
 
     def stores(self) -> list[MemoryStore]:
         with self._lock:

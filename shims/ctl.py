@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 from memnest_proto.version import VERSION
 
@@ -28,7 +29,7 @@ def _mib(n: int) -> str:
 
 def _workspace(args) -> str:
     if args.workspace:
-        return ws.from_root_uri(f"file://{args.workspace}") or args.workspace
+        return str(Path(args.workspace).expanduser().resolve())
     return ws.from_env() or ws.from_cwd()
 
 

@@ -120,3 +120,19 @@ def test_shim_reports_a_daemon_that_cannot_start(fresh_daemon, workspace):
     proc = subprocess.run([ctl, "start"], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert "MEMORY_FUSION" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_idle_databases_are_closed_and_reopen_on_use(fresh_daemon, workspace):
+    fresh_daemon.env["MEMNEST_IDLE_CLOSE_MINUTES"] = "0.02"  # 1.2 s
+    fresh_daemon.start()
+    client = fresh_daemon.client(autostart=False)
+    stored = client.call_tool("memory_store", {"content": "kept across an idle close"},
+                              str(workspace))
+    assert [w.workspace for w in client.status().workspaces] == [str(workspace)]
+    deadline = time.monotonic() + 15
+    while client.status().workspaces and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not client.status().workspaces, "the idle database was not closed"
+    got = client.call_tool("memory_get", {"id": stored["id"]}, str(workspace))
+    assert got["content"] == "kept across an idle close"
+    assert "after" in fresh_daemon.log.read_text() and "idle" in fresh_daemon.log.read_text()

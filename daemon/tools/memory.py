@@ -44,8 +44,6 @@ def _clean_content(ctx: ToolContext, content: str, where: str) -> str:
     text = content.strip()
     if not text:
         raise invalid(f"{where}: content is empty or only whitespace")
-    if "\x00" in text:
-        raise invalid(f"{where}: content contains a NUL character")
     limit = ctx.settings.max_store_chars
     if len(text) > limit:
         raise invalid(f"{where}: content is {len(text)} characters, over the limit of {limit} "
@@ -96,8 +94,8 @@ def _embed_with_progress(ctx: ToolContext, texts: list[str]) -> list:
 def memory_store(ctx: ToolContext, args: dict) -> dict:
     if "items" in args and any(k in args for k in ("category", "tags", "importance")):
         raise invalid("with `items`, give category/tags/importance inside each item")
-    items, batch = _one_or_many(
-        {"content": args} if "content" in args else args, "content", "items")
+    _one_or_many(args, "content", "items")  # exactly one of the two
+    items, batch = (args["items"], True) if "items" in args else ([args], False)
     if batch and len(items) > ctx.settings.max_batch:
         raise invalid(f"items has {len(items)} entries, over the limit of "
                       f"{ctx.settings.max_batch} (MEMORY_MAX_BATCH); send several batches")

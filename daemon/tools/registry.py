@@ -8,8 +8,15 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import jsonschema
+from jsonschema import validators
 
 from ..errors import invalid
+
+# JSON Schema counts 2.0 as an integer; tools slice and count with these values, so only
+# real integers pass (and booleans, which Python treats as ints, do not).
+_TYPES = validators.Draft202012Validator.TYPE_CHECKER.redefine(
+    "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool))
+StrictValidator = validators.extend(validators.Draft202012Validator, type_checker=_TYPES)
 
 
 @dataclass
@@ -25,10 +32,15 @@ class ToolContext:
 
     @property
     def store(self):
-        """The workspace's database, opened on first use."""
+        """The workspace's database, opened on first use; released by close()."""
         if self._store is None:
-            self._store = self.stores.open(self.workspace, self.db_path)
+            self._store = self.stores.acquire(self.workspace, self.db_path)
         return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self.stores.release(self._store)
+            self._store = None
 
 
 @dataclass
@@ -44,8 +56,8 @@ class Tool:
     validator: jsonschema.protocols.Validator = field(init=False, repr=False)
 
     def __post_init__(self):
-        jsonschema.Draft202012Validator.check_schema(self.schema)
-        self.validator = jsonschema.Draft202012Validator(self.schema)
+        StrictValidator.check_schema(self.schema)
+        self.validator = StrictValidator(self.schema)
 
     def validate(self, arguments: dict) -> None:
         errors = sorted(self.validator.iter_errors(arguments), key=lambda e: list(e.path))
@@ -55,10 +67,38 @@ class Tool:
 
 def _describe(error: jsonschema.ValidationError) -> str:
     where = ".".join(str(p) for p in error.absolute_path) or "arguments"
+    value, limit = error.instance, error.validator_value
+    if error.validator == "maxLength":
+        return f"{where}: {len(value)} characters, over the limit of {limit}"
+    if error.validator == "maxItems":
+        return f"{where}: {len(value)} entries, over the limit of {limit}"
     message = error.message
-    if len(message) > 200:  # jsonschema quotes the whole offending value
-        message = message[:200] + "…"
+    shown = repr(value)
+    if len(shown) > 60 and message.startswith(shown):  # jsonschema quotes the whole value
+        message = shown[:40] + "…" + message[len(shown):]
     return f"{where}: {message}"
+
+
+def _check_text(value, where: str = "arguments", depth: int = 0) -> None:
+    """Strings must be storable text: no NUL, no unpaired UTF-16 surrogate (valid in JSON,
+    but not in UTF-8, so neither the tokenizer nor the database can take it)."""
+    if depth > 32:
+        raise invalid(f"{where}: nested too deeply")
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise invalid(f"{where}: contains a NUL character; remove it")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise invalid(f"{where}: contains an unpaired UTF-16 surrogate; send valid "
+                          "Unicode text") from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_text(key, where, depth + 1)
+            _check_text(item, f"{where}.{key}" if where != "arguments" else key, depth + 1)
+    elif isinstance(value, list):
+        for n, item in enumerate(value):
+            _check_text(item, f"{where}.{n}", depth + 1)
 
 
 TOOLS: dict[str, Tool] = {}
@@ -80,4 +120,5 @@ def parse_arguments(raw: str) -> dict:
         raise invalid(f"arguments are not valid JSON: {exc}") from None
     if not isinstance(value, dict):
         raise invalid("arguments must be a JSON object")
+    _check_text(value)
     return value
