@@ -170,11 +170,6 @@ class Database:
                 vectors.append((row[0], np.asarray(row[-1], dtype=np.float32)))
         return memories, vectors
 
-    def topic_counts(self) -> list[tuple[str, int]]:
-        return [(r[0], r[1]) for r in self.rows(
-            "MATCH (m:Memory)-[:ABOUT]->(t:Topic) RETURN t.name, count(m) AS n "
-            "ORDER BY n DESC, t.name")]
-
     def edges_of(self, memory_id: int) -> list[dict]:
         out = []
         for rel in RELATION_TYPES:
@@ -209,11 +204,6 @@ class Database:
                       "DELETE a", {"id": m.id, "names": removed})
             self.reap_topics(removed)
         self.link_topics(m.id, [t for t in m.tags if t not in old_tags])
-
-    def touch(self, ids: list[int], bumps: list[int], when) -> None:
-        self.rows("UNWIND range(0, size($ids) - 1) AS i MATCH (m:Memory) WHERE m.id = $ids[i] "
-                  "SET m.access_count = m.access_count + $bumps[i], m.accessed_at = $when",
-                  {"ids": ids, "bumps": bumps, "when": when})
 
     def delete(self, ids: list[int], tags: list[str]) -> None:
         self.rows("MATCH (m:Memory) WHERE m.id IN $ids DETACH DELETE m", {"ids": ids})

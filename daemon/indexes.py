@@ -25,9 +25,6 @@ class VectorIndex:
     def __len__(self) -> int:
         return len(self._row)
 
-    def __contains__(self, memory_id: int) -> bool:
-        return memory_id in self._row
-
     def ids(self) -> set[int]:
         return set(self._row)
 
@@ -52,10 +49,6 @@ class VectorIndex:
             self._matrix[row] = self._matrix[last]
             self._ids[row] = moved
             self._row[moved] = row
-
-    def vector(self, memory_id: int) -> np.ndarray | None:
-        row = self._row.get(memory_id)
-        return None if row is None else self._matrix[row].copy()
 
     def search(self, query: np.ndarray, allowed: set[int] | None, k: int) -> list[tuple[int, float]]:
         """The k most similar memories among `allowed` (all when None), best first."""

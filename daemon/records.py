@@ -1,6 +1,6 @@
 """The in-memory shape of one memory, and how it is shown to callers."""
 import hashlib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
 CATEGORIES = ("learning", "preference", "decision", "pattern", "general")
@@ -12,7 +12,7 @@ def utcnow() -> datetime:
 
 
 def iso(ts: datetime | None) -> str | None:
-    return None if ts is None else ts.replace(microsecond=ts.microsecond).isoformat(timespec="seconds") + "Z"
+    return None if ts is None else ts.isoformat(timespec="seconds") + "Z"
 
 
 def content_hash(content: str) -> str:
@@ -43,7 +43,6 @@ class Memory:
     updated_at: datetime
     accessed_at: datetime | None = None
     embedding_model: str = ""
-    extra: dict = field(default_factory=dict)
 
     def copy(self, **changes) -> "Memory":
         return replace(self, tags=list(self.tags), **changes)

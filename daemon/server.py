@@ -3,7 +3,6 @@ import errno
 import fcntl
 import logging
 import os
-import socket
 import stat
 import threading
 from concurrent import futures
@@ -39,18 +38,6 @@ def prepare_socket_dir(sock: Path) -> None:
         raise SystemExit(f"refusing to use {folder}: its permissions are "
                          f"{stat.S_IMODE(info.st_mode):o}, so other users could reach the "
                          f"socket; run `chmod 700 {folder}` or choose another MEMNEST_SOCKET")
-
-
-def socket_answers(sock: Path) -> bool:
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(1.0)
-    try:
-        s.connect(str(sock))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
 
 
 class InstanceLock:

@@ -33,7 +33,6 @@ class Runtime:
         self.calls_served = 0
         self.in_flight = 0
         self._lock = threading.Lock()
-        self.idle_since = time.monotonic()
 
     def begin(self) -> None:
         with self._lock:
@@ -43,7 +42,6 @@ class Runtime:
         with self._lock:
             self.in_flight -= 1
             self.calls_served += 1
-            self.idle_since = time.monotonic()
 
     def facts(self) -> dict:
         return {

@@ -94,12 +94,6 @@ class MemoryStore:
             self.vectors.remove(memory_id)
         self.keywords.remove_many(ids)
 
-    def rebuild_indexes(self) -> None:
-        """Call with the write lock held."""
-        self.vectors = VectorIndex(self.vectors.dim)
-        self.keywords = KeywordIndex()
-        self._load()
-
     # -- reads (read lock held) ----------------------------------------------------------
 
     def in_scope(self, workspace: str | None) -> list[Memory]:

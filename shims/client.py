@@ -14,7 +14,7 @@ import grpc
 from memnest_proto import memnest_pb2 as pb
 from memnest_proto import memnest_pb2_grpc as pb_grpc
 from memnest_proto import paths
-from memnest_proto.version import PROTOCOL_VERSION, VERSION
+from memnest_proto.version import VERSION
 
 START_DEADLINE_S = float(os.environ.get("MEMNEST_START_TIMEOUT_S", "90"))
 CALL_DEADLINE_S = float(os.environ.get("MEMNEST_CALL_TIMEOUT_S", "600"))
@@ -176,7 +176,3 @@ def _last_line(path: Path) -> str:
     except OSError:
         return "no log"
     return lines[-1].strip() if lines else "no log"
-
-
-def protocol_compatible(status: pb.StatusResponse) -> bool:
-    return status.protocol_version == PROTOCOL_VERSION
