@@ -13,11 +13,12 @@ daemon, socket, log or workspaces):
 3. Batched store throughput (memories/s through `memory_store` with `items`, via the shim)
    next to raw fastembed throughput on the same texts (the daemon's Embedder class, in this
    process, with the daemon idle).
-4. RSS of the daemon (idle with the model loaded, and after the largest ingest) and of one
-   idle `memnest-mcp` process.
+4. RSS of the daemon: idle with the model loaded, after each ingest (this includes the
+   ingest's high-water mark), and after a restart that reopens the largest workspace (which
+   also times that reopen); and RSS of one idle `memnest-mcp` process.
 
 Texts are synthetic project-memory sentences built from word lists with a fixed seed
-(`--corpus locomo` uses the LOCOMO dialogue turns from /work/shared/locomo instead, cycled
+(`--corpus locomo` uses the LOCOMO dialogue turns from ../shared/locomo instead, cycled
 with a numeric suffix; queries then come from the session summaries). Queries never repeat
 stored texts. The script prints figures and asserts nothing; medians and percentiles are
 reported because a small shared machine is noisy.
@@ -52,7 +53,8 @@ from memnest_shims.client import DaemonClient
 BIN = Path(sys.executable).parent
 SHIM = BIN / "memnest-mcp"
 OFFLINE_MODEL = "memnest/all-MiniLM-L6-v2-int8"
-LOCOMO_DIR = Path("/work/shared/locomo")
+LOCOMO_DIR = Path(os.environ.get("MEMNEST_LOCOMO_DIR",
+                               Path(__file__).resolve().parents[2] / "shared" / "locomo"))
 LOCOMO_FILES = ("conv-26.json", "conv-30.json")
 BATCH = 250
 TOP_K = 10
@@ -332,6 +334,15 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+def _git_revision() -> str:
+    try:
+        return subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
+                              text=True, timeout=5, cwd=Path(__file__).resolve().parent
+                              ).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
 def _is_interrupt(exc: BaseException) -> bool:
     if isinstance(exc, KeyboardInterrupt):
         return True
@@ -443,37 +454,53 @@ def grpc_search(env: Env, workspace: Path, queries: list[str]) -> list[float]:
 
 
 def bench_search(env: Env, sizes: list[int], texts: list[str], queries: list[str],
-                 warmup: list[str], passes: int) -> tuple[dict, dict]:
+                 warmup: list[str], passes: int) -> tuple[dict, dict, Path]:
     """Grow one workspace to each size in turn and measure search there."""
     workspace = env.workspace("search")
+    env.client().call_tool("memory_stats", {}, str(workspace))  # untimed: creates the database
     results, rss = {}, {}
     have = 0
     for size in sizes:
         rate = ingest(env, workspace, texts[have:size])
         note(f"ingested {size - have} memories over gRPC at {rate:.0f}/s "
              f"(workspace now {size})")
-        have = size
+        grown_from, have = have, size
         stats = env.client().call_tool("memory_stats", {}, str(workspace))
         status = env.client().status()
         rss[size] = {"rss_bytes": psutil.Process(status.pid).memory_info().rss,
                      "status_rss_bytes": status.rss_bytes}
-        shim_ms, hits, shim_rss = [], [], None
-        for _ in range(passes):
+        shim_ms, direct_ms, hits, shim_rss = [], [], [], None
+        for _ in range(passes):  # alternate, so that background noise hits both alike
             run = anyio.run(mcp_search, env, workspace, queries, warmup)
             shim_ms += run["ms"]
             hits += run["hits"]
             shim_rss = run["shim_rss"]
-        direct_ms = []
-        for _ in range(passes):
             direct_ms += grpc_search(env, workspace, queries)
-        results[size] = {"memories": stats["memories"],
+        results[size] = {"memories": stats["memories"], "grown_from": grown_from,
                          "ingest_per_s": rate, "mcp_ms": latency(shim_ms),
                          "grpc_ms": latency(direct_ms), "mean_hits": float(np.mean(hits)),
                          "shim_rss_bytes": shim_rss}
         note(f"search at {human(size)}: MCP p50 {results[size]['mcp_ms']['p50']:.1f} ms, "
              f"p95 {results[size]['mcp_ms']['p95']:.1f} ms; gRPC p50 "
              f"{results[size]['grpc_ms']['p50']:.1f} ms")
-    return results, rss
+    return results, rss, workspace
+
+
+def reopen(env: Env, workspace: Path, query: str) -> dict:
+    """Restart the daemon and open the big workspace again: what a restart costs, and the
+    steady-state RSS (without the ingest's high-water mark)."""
+    env.stop_daemon()
+    env.start_daemon()
+    idle = psutil.Process(env.client().status().pid).memory_info().rss
+    started = time.perf_counter()
+    env.client().call_tool("memory_stats", {}, str(workspace))
+    opened = time.perf_counter() - started
+    started = time.perf_counter()
+    env.client().call_tool("memory_search", {"query": query, "top_k": TOP_K}, str(workspace))
+    first_search = time.perf_counter() - started
+    status = env.client().status()
+    return {"idle_rss_bytes": idle, "open_s": opened, "first_search_s": first_search,
+            "rss_bytes": psutil.Process(status.pid).memory_info().rss}
 
 
 # -- 3. store throughput vs raw fastembed ----------------------------------------------------
@@ -484,7 +511,7 @@ async def mcp_store(env: Env, workspace: Path, texts: list[str]) -> float:
             await session.initialize()
             await session.list_tools()
             # Untimed: opens (creates) the workspace's database.
-            tool_json(await session.call_tool("memory_store", {"content": "bench warm-up"}))
+            tool_json(await session.call_tool("memory_stats", {}))
             started = time.perf_counter()
             for i in range(0, len(texts), BATCH):
                 chunk = texts[i:i + BATCH]
@@ -526,11 +553,12 @@ def main() -> int:
     args = parser.parse_args()
 
     if args.quick:
-        sizes, cold_reps, warm_reps, n_queries, passes, n_store, embed_reps = \
-            [200, 1000], 2, 3, 30, 1, 200, 1
+        sizes, cold_reps, warm_reps, n_queries, passes, n_store, store_reps, embed_reps = \
+            [200, 1000], 2, 3, 30, 1, 200, 1, 1
     else:
         sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
-        cold_reps, warm_reps, n_queries, passes, n_store, embed_reps = 3, 5, 100, 2, 1000, 2
+        cold_reps, warm_reps, n_queries, passes, n_store, store_reps, embed_reps = \
+            3, 5, 100, 3, 1000, 3, 3
 
     # Search corpus (grown to each size) plus a separate set for the store-throughput run.
     n_total = sizes[-1] + n_store
@@ -546,9 +574,11 @@ def main() -> int:
     warmup, queries = queries[:5], queries[5:]
 
     cpu = platform.processor() or platform.machine()
+    summary_rev = _git_revision()
     print(f"memnest core bench: model {OFFLINE_MODEL}, {psutil.cpu_count()} CPUs ({cpu}), "
           f"Python {platform.python_version()}, corpus {args.corpus}, sizes "
-          f"{', '.join(map(human, sizes))}, {len(queries)} queries x {passes}", flush=True)
+          f"{', '.join(map(human, sizes))}, {len(queries)} queries x {passes}, "
+          f"code {summary_rev}", flush=True)
     mean_len = np.mean([len(t) for t in texts])
     print(f"  .. mean stored text {mean_len:.0f} chars; e.g. {texts[0]!r}", flush=True)
     print(f"  .. query e.g. {queries[0]!r}", flush=True)
@@ -556,34 +586,41 @@ def main() -> int:
     env = Env()
     summary: dict = {"model": OFFLINE_MODEL, "cpus": psutil.cpu_count(), "corpus": args.corpus,
                      "sizes": sizes, "queries": len(queries), "passes": passes,
-                     "batch": BATCH, "top_k": TOP_K}
+                     "batch": BATCH, "top_k": TOP_K, "revision": summary_rev}
     summary["loadavg_start"] = [round(x, 2) for x in psutil.getloadavg()]
     bench_started = time.perf_counter()
     try:
         with interrupts_raise():
-            print("[1/4] shim start-up", flush=True)
+            print("[1/5] shim start-up", flush=True)
             summary["startup"] = bench_startup(env, cold_reps, warm_reps)
             status = env.client().status()
             summary["daemon_idle_rss_bytes"] = psutil.Process(status.pid).memory_info().rss
 
-            print("[2/4] ingest + memory_search", flush=True)
-            summary["search"], summary["daemon_rss"] = bench_search(
+            print("[2/5] ingest + memory_search", flush=True)
+            summary["search"], summary["daemon_rss"], big_workspace = bench_search(
                 env, sizes, texts, queries, warmup, passes)
             shim_rss = summary["search"][sizes[-1]]["shim_rss_bytes"]
             summary["shim_idle_rss_bytes"] = shim_rss
 
-            print("[3/4] batched store via MCP vs raw fastembed", flush=True)
-            summary["store_mcp_per_s"] = anyio.run(
-                mcp_store, env, env.workspace("store"), store_texts)
-            note(f"memory_store via MCP: {summary['store_mcp_per_s']:.0f}/s")
+            print("[3/5] batched store via MCP", flush=True)
+            store_rates = [anyio.run(mcp_store, env, env.workspace(f"store{i}"), store_texts)
+                           for i in range(store_reps)]  # a fresh workspace each time
+            summary["store_mcp_per_s"] = spread(store_rates)
+            note(f"memory_store via MCP: {', '.join(f'{r:.0f}' for r in store_rates)}/s")
             summary["daemon_final_rss_bytes"] = psutil.Process(
                 env.client().status().pid).memory_info().rss
+
+            print(f"[4/5] daemon restart, reopen the {human(sizes[-1])} workspace", flush=True)
+            summary["reopen"] = reopen(env, big_workspace, queries[0])
+            note(f"opened in {summary['reopen']['open_s']:.2f}s, RSS "
+                 f"{summary['reopen']['rss_bytes'] / 2**20:.0f} MB")
             env.stop_daemon()  # the raw run gets the CPUs to itself
+
+            print("[5/5] raw fastembed, in this process", flush=True)
             rates, load = raw_embed_rates(store_texts, embed_reps)
             summary["raw_embed_per_s"] = spread(rates)
             summary["raw_model_load_s"] = load
             note(f"raw fastembed: {', '.join(f'{r:.0f}' for r in rates)}/s")
-            print("[4/4] done", flush=True)
     except BaseException as exc:  # noqa: B036 - anyio may wrap Ctrl-C in an exception group
         if not _is_interrupt(exc):
             raise
@@ -618,23 +655,33 @@ def report(s: dict, sizes: list[int], n_store: int) -> None:
         rows.append((f"memory_search via MCP at {human(size)} memories",
                      f"p50 {r['mcp_ms']['p50']:.1f} ms, p95 {r['mcp_ms']['p95']:.1f} ms "
                      f"(n={r['mcp_ms']['n']}, top_k={s['top_k']})"))
-        rows.append((f"  same queries over gRPC, no shim",
+        rows.append(("  same queries over gRPC, no shim",
                      f"p50 {r['grpc_ms']['p50']:.1f} ms, p95 {r['grpc_ms']['p95']:.1f} ms"))
     for size in sizes:
-        rows.append((f"ingest over gRPC to {human(size)} (items x{s['batch']})",
-                     f"{s['search'][size]['ingest_per_s']:.0f} memories/s"))
-    raw = s["raw_embed_per_s"]
+        r = s["search"][size]
+        rows.append((f"ingest over gRPC, {human(r['grown_from'])} -> {human(size)} memories",
+                     f"{r['ingest_per_s']:.0f} memories/s (items x{s['batch']})"))
+    store, raw = s["store_mcp_per_s"], s["raw_embed_per_s"]
+
+    def rate(d: dict, unit: str) -> str:
+        return f"{d['median']:.0f} {unit}/s (min {d['min']:.0f}, max {d['max']:.0f}, n={d['n']})"
+
     rows += [
-        (f"memory_store via MCP, items x{s['batch']} ({human(n_store)} texts)",
-         f"{s['store_mcp_per_s']:.0f} memories/s"),
-        ("raw fastembed, same texts, same model",
-         f"{raw['median']:.0f} texts/s (n={raw['n']})"),
+        (f"memory_store via MCP, items x{s['batch']}, {human(n_store)} texts",
+         rate(store, "memories")),
+        ("raw fastembed on the same texts, same model", rate(raw, "texts")),
         ("daemon RSS, idle (model loaded, no workspace)",
          f"{s['daemon_idle_rss_bytes'] / mb:.0f} MB"),
     ]
     for size in sizes:
         rows.append((f"daemon RSS after ingest to {human(size)}",
                      f"{s['daemon_rss'][size]['rss_bytes'] / mb:.0f} MB"))
+    rows.append(("daemon RSS at the end (all workspaces open)",
+                 f"{s['daemon_final_rss_bytes'] / mb:.0f} MB"))
+    ro = s["reopen"]
+    rows.append((f"daemon restarted, {human(sizes[-1])} workspace reopened: RSS",
+                 f"{ro['rss_bytes'] / mb:.0f} MB (open {ro['open_s']:.2f} s, first search "
+                 f"{ro['first_search_s'] * 1000:.0f} ms)"))
     rows.append(("memnest-mcp RSS, idle",
                  f"{s['shim_idle_rss_bytes'] / mb:.0f} MB" if s["shim_idle_rss_bytes"]
                  else "n/a"))
