@@ -7,7 +7,7 @@ importance. Two fusion modes (MEMORY_FUSION):
   counts, so the two channels' scales cannot interact.
 """
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .records import Memory, utcnow
 
@@ -16,6 +16,20 @@ KEYWORD_WEIGHT = 0.3
 IMPORTANCE_WEIGHT = 0.05
 RECENCY_WEIGHT = 0.05
 RECENCY_HALF_LIFE_DAYS = 30.0
+
+
+@dataclass
+class SearchFilter:
+    workspace: str | None  # None: every workspace in the database
+    category: str | None = None
+    tags: list[str] = field(default_factory=list)  # any of these
+    min_importance: int = 1
+
+    def admits(self, m: Memory) -> bool:
+        return ((self.workspace is None or m.workspace == self.workspace)
+                and (self.category is None or m.category == self.category)
+                and (not self.tags or any(t in m.tags for t in self.tags))
+                and m.importance >= self.min_importance)
 
 
 @dataclass
@@ -54,3 +68,16 @@ def fuse(vector_hits: list[tuple[int, float]], keyword_hits: list[tuple[int, flo
         ranked.append(Ranked(m, sum(parts.values()), parts))
     ranked.sort(key=lambda r: (-r.score, -r.memory.id))
     return ranked
+
+
+def rank(store, query: str, query_vector, flt: SearchFilter, pool: int, mode: str,
+         rrf_k: int) -> list[Ranked]:
+    """Every candidate the two channels find for `query` within the filter, best first.
+    Call with the store's read lock held."""
+    scope = [m for m in store.catalog.values() if flt.admits(m)]
+    allowed = None if len(scope) == len(store.catalog) else {m.id for m in scope}
+    vector_hits = store.vectors.search(query_vector, allowed, pool)
+    keyword_hits = [(i, s) for i, s in store.keywords.search(
+        query, pool, flt.workspace, [flt.category] if flt.category else None,
+        flt.tags or None) if allowed is None or i in allowed]
+    return fuse(vector_hits, keyword_hits, store.catalog, mode, rrf_k)

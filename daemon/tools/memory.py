@@ -1,7 +1,7 @@
 """The core memory tools: store, search, get, list, update, delete, stats."""
 from ..errors import invalid, not_found
 from ..records import CATEGORIES, Memory, content_hash, iso, normalise_tags, utcnow
-from ..search import fuse
+from ..search import SearchFilter, rank
 from .registry import ToolContext, tool
 
 MAX_IDS = 500
@@ -183,25 +183,15 @@ def memory_search(ctx: ToolContext, args: dict) -> dict:
     top_k = args.get("top_k", ctx.settings.search_limit)
     offset = args.get("offset", 0)
     everywhere = args.get("global_search", False)
-    category = args.get("category")
-    tags = normalise_tags(args.get("tags"))
-    min_importance = args.get("min_importance", 1)
-    pool = max(ctx.settings.search_candidates, offset + top_k)
-    query_vector = ctx.embedder.embed_one(query)
+    query_vector = ctx.embedder.embed_one(query)  # outside the lock
     store = ctx.store
     with store.reading():
-        workspace = None if everywhere else ctx.workspace
-        scope = [m for m in store.in_scope(workspace)
-                 if (category is None or m.category == category)
-                 and (not tags or any(t in m.tags for t in tags))
-                 and m.importance >= min_importance]
-        allowed = None if len(scope) == len(store.catalog) else {m.id for m in scope}
-        vector_hits = store.vectors.search(query_vector, allowed, pool)
-        keyword_hits = [(i, s) for i, s in store.keywords.search(
-            query, pool, workspace, [category] if category else None, tags or None)
-            if allowed is None or i in allowed]
-        ranked = fuse(vector_hits, keyword_hits, store.catalog,
-                      args.get("fusion", ctx.settings.fusion), ctx.settings.rrf_k)
+        ranked = rank(store, query, query_vector, SearchFilter(
+            workspace=None if everywhere else ctx.workspace, category=args.get("category"),
+            tags=normalise_tags(args.get("tags")),
+            min_importance=args.get("min_importance", 1)),
+            pool=max(ctx.settings.search_candidates, offset + top_k),
+            mode=args.get("fusion", ctx.settings.fusion), rrf_k=ctx.settings.rrf_k)
     page = ranked[offset:offset + top_k]
     preview = _preview(ctx, args)
     results = []
