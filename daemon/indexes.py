@@ -50,6 +50,10 @@ class VectorIndex:
             self._ids[row] = moved
             self._row[moved] = row
 
+    def vector(self, memory_id: int) -> np.ndarray | None:
+        row = self._row.get(memory_id)
+        return None if row is None else self._matrix[row].copy()
+
     def search(self, query: np.ndarray, allowed: set[int] | None, k: int) -> list[tuple[int, float]]:
         """The k most similar memories among `allowed` (all when None), best first."""
         n = len(self._row)

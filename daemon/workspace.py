@@ -94,6 +94,13 @@ class MemoryStore:
             self.vectors.remove(memory_id)
         self.keywords.remove_many(ids)
 
+    def reload(self) -> None:
+        """Rebuild the catalog and both indexes from the database: after anything changed
+        the database behind the daemon's back (a raw Cypher write). Write lock held."""
+        self.vectors = VectorIndex(self.vectors.dim)
+        self.keywords = KeywordIndex()
+        self._load()
+
     # -- reads (read lock held) ----------------------------------------------------------
 
     def in_scope(self, workspace: str | None) -> list[Memory]:
