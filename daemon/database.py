@@ -40,6 +40,10 @@ def _schema(dim: int) -> list[str]:
         "CREATE REL TABLE IF NOT EXISTS ABOUT(FROM Memory TO Topic)",
         *(f"CREATE REL TABLE IF NOT EXISTS {rel}(FROM Memory TO Memory, created_at TIMESTAMP)"
           for rel in RELATION_TYPES),
+        # An agent's verdict that two memories both hold: not a relation between them, so
+        # not an edge; `pair` is "low:high" so [a, b] and [b, a] are one verdict.
+        "CREATE NODE TABLE IF NOT EXISTS SeparateVerdict(pair STRING PRIMARY KEY, low INT64, "
+        "high INT64, created_at TIMESTAMP)",
     ]
 
 
@@ -170,14 +174,16 @@ class Database:
                 vectors.append((row[0], np.asarray(row[-1], dtype=np.float32)))
         return memories, vectors
 
-    def edges_of(self, memory_id: int) -> list[dict]:
+    def load_edges(self) -> list[tuple[str, int, int]]:
         out = []
         for rel in RELATION_TYPES:
-            for src, dst in self.rows(
-                    f"MATCH (a:Memory)-[:{rel}]->(b:Memory) WHERE a.id = $id OR b.id = $id "
-                    "RETURN a.id, b.id", {"id": memory_id}):
-                out.append({"type": rel, "from_id": src, "to_id": dst})
+            out.extend((rel, a, b) for a, b in self.rows(
+                f"MATCH (a:Memory)-[:{rel}]->(b:Memory) RETURN a.id, b.id"))
         return out
+
+    def load_verdicts(self) -> list[tuple[int, int]]:
+        return [(low, high) for low, high in self.rows(
+            "MATCH (v:SeparateVerdict) RETURN v.low, v.high")]
 
     # -- writes (call inside transaction()) ----------------------------------------------
 
@@ -207,7 +213,25 @@ class Database:
 
     def delete(self, ids: list[int], tags: list[str]) -> None:
         self.rows("MATCH (m:Memory) WHERE m.id IN $ids DETACH DELETE m", {"ids": ids})
+        self.rows("MATCH (v:SeparateVerdict) WHERE v.low IN $ids OR v.high IN $ids DELETE v",
+                  {"ids": ids})
         self.reap_topics(tags)
+
+    def add_edge(self, rel: str, from_id: int, to_id: int, when) -> None:
+        assert rel in RELATION_TYPES
+        self.rows(f"MATCH (a:Memory), (b:Memory) WHERE a.id = $a AND b.id = $b "
+                  f"CREATE (a)-[:{rel} {{created_at: $at}}]->(b)",
+                  {"a": from_id, "b": to_id, "at": when})
+
+    def remove_edge(self, rel: str, from_id: int, to_id: int) -> None:
+        assert rel in RELATION_TYPES
+        self.rows(f"MATCH (a:Memory)-[r:{rel}]->(b:Memory) WHERE a.id = $a AND b.id = $b "
+                  "DELETE r", {"a": from_id, "b": to_id})
+
+    def add_verdict(self, low: int, high: int, when) -> None:
+        self.rows("CREATE (:SeparateVerdict {pair: $pair, low: $low, high: $high, "
+                  "created_at: $at})",
+                  {"pair": f"{low}:{high}", "low": low, "high": high, "at": when})
 
     def link_topics(self, memory_id: int, tags: list[str]) -> None:
         for tag in tags:

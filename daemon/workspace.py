@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .database import Database, ModelMismatch
+from .graph import Graph
 from .errors import ToolError, invalid
 from .indexes import KeywordIndex, VectorIndex
 from .records import Memory
@@ -47,6 +48,7 @@ class MemoryStore:
         for memory_id, vector in vectors:
             self.vectors.upsert(memory_id, vector)
         self.keywords.upsert_many(memories)
+        self.graph = Graph(self.db.load_edges(), self.db.load_verdicts())
         # Ids are never reused, even after the newest memory is deleted: an agent may still
         # hold an old id, and it must not come to mean another memory.
         self._next_id = max(max(self.catalog, default=0) + 1,
@@ -87,6 +89,7 @@ class MemoryStore:
         self.keywords.upsert_many(memories)
 
     def unindexed(self, ids: list[int]) -> None:
+        self.graph.forget(ids)
         for memory_id in ids:
             old = self.catalog.pop(memory_id, None)
             if old is not None and self._by_hash.get((old.workspace, old.content_hash)) == memory_id:

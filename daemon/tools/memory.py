@@ -1,63 +1,10 @@
 """The core memory tools: store, search, get, list, update, delete, stats."""
 from ..errors import invalid, not_found
-from ..records import CATEGORIES, Memory, content_hash, iso, normalise_tags, utcnow
+from ..records import Memory, content_hash, iso, normalise_tags, utcnow
 from ..search import SearchFilter, rank
+from .common import (CATEGORY, ID, IDS, IMPORTANCE, ITEM, MAX_IDS, MAX_QUERY_CHARS, PREVIEW,
+                     TAGS, clean_content, one_or_many, preview_chars, visible)
 from .registry import ToolContext, tool
-
-MAX_IDS = 500
-MAX_QUERY_CHARS = 4000
-
-_ID = {"type": "integer", "minimum": 1, "maximum": 2**62}
-_IDS = {"type": "array", "items": _ID, "minItems": 1, "maxItems": MAX_IDS}
-_TAGS = {"type": "array", "maxItems": 50,
-         "items": {"type": "string", "minLength": 1, "maxLength": 100}}
-_CATEGORY = {"type": "string", "enum": list(CATEGORIES)}
-_IMPORTANCE = {"type": "integer", "minimum": 1, "maximum": 5}
-_PREVIEW = {"type": "integer", "minimum": 0, "maximum": 100000,
-            "description": "Truncate each content to this many characters (default "
-                           "MEMORY_MAX_CONTENT); 0 shows none."}
-_ITEM = {
-    "type": "object",
-    "properties": {
-        "content": {"type": "string", "minLength": 1,
-                    "description": "The fact, decision or preference to remember."},
-        "category": {**_CATEGORY, "description": "learning, preference, decision, pattern "
-                                                 "or general (default)."},
-        "tags": {**_TAGS, "description": "Topics; each becomes a Topic node."},
-        "importance": {**_IMPORTANCE, "description": "1 (trivia) to 5 (critical); default 3."},
-    },
-    "required": ["content"],
-    "additionalProperties": False,
-}
-
-
-def _one_or_many(args: dict, single: str, many: str) -> tuple[list, bool]:
-    """Tools take either one thing or a list of them; exactly one of the two."""
-    if (single in args) == (many in args):
-        raise invalid(f"give either `{single}` or `{many}`, not both and not neither")
-    if single in args:
-        return [args[single]], False
-    return list(args[many]), True
-
-
-def _clean_content(ctx: ToolContext, content: str, where: str) -> str:
-    text = content.strip()
-    if not text:
-        raise invalid(f"{where}: content is empty or only whitespace")
-    limit = ctx.settings.max_store_chars
-    if len(text) > limit:
-        raise invalid(f"{where}: content is {len(text)} characters, over the limit of {limit} "
-                      "(MEMORY_MAX_STORE_CHARS); split it into several memories")
-    return text
-
-
-def _preview(ctx: ToolContext, args: dict) -> int:
-    return args.get("preview_chars", ctx.settings.max_content_preview)
-
-
-def _visible(ctx: ToolContext, m: Memory | None, everywhere: bool = False) -> bool:
-    return m is not None and (everywhere or m.workspace == ctx.workspace)
-
 
 EMBED_CHUNK = 64
 
@@ -86,15 +33,15 @@ def _embed_with_progress(ctx: ToolContext, texts: list[str]) -> list:
       "text identical to an existing memory does not duplicate it: the existing memory's "
       "importance is raised and its id returned (status `duplicate`).",
       {"type": "object",
-       "properties": {**_ITEM["properties"],
-                      "items": {"type": "array", "items": _ITEM, "minItems": 1,
+       "properties": {**ITEM["properties"],
+                      "items": {"type": "array", "items": ITEM, "minItems": 1,
                                 "description": "Batch form: several memories in one call."}},
        "additionalProperties": False},
       long_running=True)
 def memory_store(ctx: ToolContext, args: dict) -> dict:
     if "items" in args and any(k in args for k in ("category", "tags", "importance")):
         raise invalid("with `items`, give category/tags/importance inside each item")
-    _one_or_many(args, "content", "items")  # exactly one of the two
+    one_or_many(args, "content", "items")  # exactly one of the two
     items, batch = (args["items"], True) if "items" in args else ([args], False)
     if batch and len(items) > ctx.settings.max_batch:
         raise invalid(f"items has {len(items)} entries, over the limit of "
@@ -102,7 +49,7 @@ def memory_store(ctx: ToolContext, args: dict) -> dict:
     prepared = []
     for n, item in enumerate(items):
         where = f"items.{n}" if batch else "content"
-        text = _clean_content(ctx, item["content"], where)
+        text = clean_content(ctx, item["content"], where)
         prepared.append((text, item.get("category", "general"),
                          normalise_tags(item.get("tags")), item.get("importance", 3)))
 
@@ -163,12 +110,12 @@ def memory_store(ctx: ToolContext, args: dict) -> dict:
            "top_k": {"type": "integer", "minimum": 1, "maximum": 100,
                      "description": "Results per page (default MEMORY_SEARCH_LIMIT, 10)."},
            "offset": {"type": "integer", "minimum": 0, "maximum": 10000},
-           "category": {**_CATEGORY, "description": "Only memories of this category."},
-           "tags": {**_TAGS, "description": "Only memories carrying at least one of these tags."},
-           "min_importance": _IMPORTANCE,
+           "category": {**CATEGORY, "description": "Only memories of this category."},
+           "tags": {**TAGS, "description": "Only memories carrying at least one of these tags."},
+           "min_importance": IMPORTANCE,
            "global_search": {"type": "boolean",
                              "description": "Search every workspace in this database."},
-           "preview_chars": _PREVIEW,
+           "preview_chars": PREVIEW,
            "explain": {"type": "boolean",
                        "description": "Show each ranking channel's contribution."},
            "fusion": {"type": "string", "enum": ["legacy", "rrf"],
@@ -193,7 +140,7 @@ def memory_search(ctx: ToolContext, args: dict) -> dict:
             pool=max(ctx.settings.search_candidates, offset + top_k),
             mode=args.get("fusion", ctx.settings.fusion), rrf_k=ctx.settings.rrf_k)
     page = ranked[offset:offset + top_k]
-    preview = _preview(ctx, args)
+    preview = preview_chars(ctx, args)
     results = []
     for r in page:
         item = r.memory.view(preview)
@@ -212,23 +159,33 @@ def memory_search(ctx: ToolContext, args: dict) -> dict:
       "Read memories in full by id: untruncated content, tags, timestamps and graph edges. "
       "Give `id` for one or `ids` for several; ids that do not exist are listed in `missing`.",
       {"type": "object",
-       "properties": {"id": _ID, "ids": _IDS,
+       "properties": {"id": ID, "ids": IDS,
                       "include_edges": {"type": "boolean", "description": "Default true."}},
        "additionalProperties": False},
       read_only=True, idempotent=True)
 def memory_get(ctx: ToolContext, args: dict) -> dict:
-    ids, many = _one_or_many(args, "id", "ids")
+    ids, many = one_or_many(args, "id", "ids")
     store = ctx.store
     found, missing = [], []
     with store.reading():
         for memory_id in dict.fromkeys(ids):
             m = store.catalog.get(memory_id)
-            if not _visible(ctx, m):
+            if not visible(ctx, m):
                 missing.append(memory_id)
                 continue
             item = m.view()
+            graph = store.graph
             if args.get("include_edges", True):
-                item["edges"] = store.db.edges_of(memory_id)
+                item["edges"] = graph.of(memory_id)
+            item["superseded"] = bool(graph.superseded_by(memory_id))
+            item["superseded_by"] = graph.superseded_by(memory_id)
+            item["supersedes"] = graph.supersedes(memory_id)
+            cycle = graph.supersession_cycle(memory_id)
+            if cycle:
+                item["supersession_cycle"] = cycle
+            kept = graph.separate_from(memory_id)
+            if kept:
+                item["kept_separate_from"] = kept
             found.append(item)
     if not many:
         if missing:
@@ -255,12 +212,12 @@ _ORDERS = {
       {"type": "object",
        "properties": {
            "order_by": {"type": "string", "enum": list(_ORDERS)},
-           "category": _CATEGORY,
+           "category": CATEGORY,
            "topic": {"type": "string", "minLength": 1, "maxLength": 100},
-           "min_importance": _IMPORTANCE,
+           "min_importance": IMPORTANCE,
            "limit": {"type": "integer", "minimum": 1, "maximum": 500},
            "offset": {"type": "integer", "minimum": 0, "maximum": 2**62},
-           "preview_chars": _PREVIEW,
+           "preview_chars": PREVIEW,
        },
        "additionalProperties": False},
       read_only=True, idempotent=True)
@@ -276,7 +233,7 @@ def memory_list(ctx: ToolContext, args: dict) -> dict:
                 and m.importance >= args.get("min_importance", 1)]
     rows.sort(key=_ORDERS[args.get("order_by", "recent")], reverse=True)
     page = rows[offset:offset + limit]
-    preview = _preview(ctx, args)
+    preview = preview_chars(ctx, args)
     return {"memories": [m.view(preview) for m in page], "total": len(rows), "offset": offset,
             "has_more": offset + limit < len(rows)}
 
@@ -285,8 +242,8 @@ def memory_list(ctx: ToolContext, args: dict) -> dict:
 
 _UPDATE = {
     "type": "object",
-    "properties": {"id": _ID, "content": _ITEM["properties"]["content"],
-                   "category": _CATEGORY, "tags": _TAGS, "importance": _IMPORTANCE},
+    "properties": {"id": ID, "content": ITEM["properties"]["content"],
+                   "category": CATEGORY, "tags": TAGS, "importance": IMPORTANCE},
     "required": ["id"], "additionalProperties": False,
 }
 
@@ -316,7 +273,7 @@ def memory_update(ctx: ToolContext, args: dict) -> dict:
             raise invalid(f"{where}: nothing to change; give content, category, tags or "
                           "importance")
         if "content" in change:
-            change["content"] = _clean_content(ctx, change["content"], where)
+            change["content"] = clean_content(ctx, change["content"], where)
     texts = [c["content"] for c in changes if "content" in c]
     vectors = iter(ctx.embedder.embed(texts)) if texts else iter(())
     new_vectors = [next(vectors) if "content" in c else None for c in changes]
@@ -329,7 +286,7 @@ def memory_update(ctx: ToolContext, args: dict) -> dict:
         for change, vector in zip(changes, new_vectors):
             memory_id = change["id"]
             current = staged[memory_id][0] if memory_id in staged else store.catalog.get(memory_id)
-            if not _visible(ctx, current):
+            if not visible(ctx, current):
                 if not batch:
                     raise not_found(f"no memory with id {memory_id} in this workspace")
                 results.append({"id": memory_id, "status": "not_found"})
@@ -355,7 +312,7 @@ def memory_update(ctx: ToolContext, args: dict) -> dict:
             updated = [m for m, _, _ in staged.values()]
             store.indexed(updated, {m.id: v for m, v, _ in staged.values() if v is not None})
     if not batch:
-        return {**results[0], "memory": updated[0].view(_preview(ctx, {}))}
+        return {**results[0], "memory": updated[0].view(preview_chars(ctx, {}))}
     return {"results": results, "updated": sum(r["status"] == "updated" for r in results),
             "not_found": sum(r["status"] == "not_found" for r in results)}
 
@@ -365,14 +322,14 @@ def memory_update(ctx: ToolContext, args: dict) -> dict:
 @tool("memory_delete",
       "Delete memories and their relationships: `id` for one, `ids` for several. Reports which "
       "ids were deleted and which did not exist.",
-      {"type": "object", "properties": {"id": _ID, "ids": _IDS}, "additionalProperties": False},
+      {"type": "object", "properties": {"id": ID, "ids": IDS}, "additionalProperties": False},
       destructive=True, idempotent=True)
 def memory_delete(ctx: ToolContext, args: dict) -> dict:
-    ids, _ = _one_or_many(args, "id", "ids")
+    ids, _ = one_or_many(args, "id", "ids")
     store = ctx.store
     with store.writing():
         victims = [store.catalog[i] for i in dict.fromkeys(ids)
-                   if _visible(ctx, store.catalog.get(i))]
+                   if visible(ctx, store.catalog.get(i))]
         deleted = [m.id for m in victims]
         missing = [i for i in dict.fromkeys(ids) if i not in deleted]
         if victims:

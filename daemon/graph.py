@@ -1,0 +1,119 @@
+"""The relations between memories, mirrored in memory like the search indexes: loaded from the
+database when it opens and changed only after a write that commits."""
+from collections import defaultdict
+
+
+def pair(a: int, b: int) -> tuple[int, int]:
+    return (a, b) if a <= b else (b, a)
+
+
+class Graph:
+    def __init__(self, edges: list[tuple[str, int, int]], verdicts: list[tuple[int, int]]):
+        self.edges: set[tuple[str, int, int]] = set(edges)
+        self.separate: set[tuple[int, int]] = {pair(a, b) for a, b in verdicts}
+        self._cycles: dict[int, list[int]] | None = None
+
+    # -- changes (write lock held) -------------------------------------------------------
+
+    def add(self, rel: str, from_id: int, to_id: int) -> None:
+        self.edges.add((rel, from_id, to_id))
+        self._cycles = None
+
+    def remove(self, rel: str, from_id: int, to_id: int) -> None:
+        self.edges.discard((rel, from_id, to_id))
+        self._cycles = None
+
+    def keep_separate(self, a: int, b: int) -> None:
+        self.separate.add(pair(a, b))
+
+    def forget(self, ids) -> None:
+        """Deleted memories take their edges and verdicts with them."""
+        gone = set(ids)
+        self.edges = {e for e in self.edges if e[1] not in gone and e[2] not in gone}
+        self.separate = {p for p in self.separate if p[0] not in gone and p[1] not in gone}
+        self._cycles = None
+
+    # -- questions -----------------------------------------------------------------------
+
+    def between(self, a: int, b: int) -> list[tuple[str, int, int]]:
+        return sorted(e for e in self.edges if {e[1], e[2]} == {a, b})
+
+    def of(self, memory_id: int) -> list[dict]:
+        return [{"type": rel, "from_id": a, "to_id": b} for rel, a, b in sorted(self.edges)
+                if memory_id in (a, b)]
+
+    def kept_separate(self, a: int, b: int) -> bool:
+        return pair(a, b) in self.separate
+
+    def separate_from(self, memory_id: int) -> list[int]:
+        return sorted(b if a == memory_id else a for a, b in self.separate
+                      if memory_id in (a, b))
+
+    def superseded_by(self, memory_id: int) -> list[int]:
+        return sorted(a for rel, a, b in self.edges if rel == "SUPERSEDES" and b == memory_id)
+
+    def supersedes(self, memory_id: int) -> list[int]:
+        return sorted(b for rel, a, b in self.edges if rel == "SUPERSEDES" and a == memory_id)
+
+    def supersession_cycle(self, memory_id: int) -> list[int] | None:
+        """The SUPERSEDES cycle (strongly connected component) this memory is part of."""
+        if self._cycles is None:
+            self._cycles = {}
+            for component in supersession_cycles(self.edges):
+                for member in component:
+                    self._cycles[member] = component
+        return self._cycles.get(memory_id)
+
+
+def supersession_cycles(edges) -> list[list[int]]:
+    """Strongly connected components of the SUPERSEDES graph with more than one member, or a
+    memory that supersedes itself (Tarjan's algorithm, iterative)."""
+    successors: dict[int, list[int]] = defaultdict(list)
+    for rel, a, b in edges:
+        if rel == "SUPERSEDES":
+            successors[a].append(b)
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on_stack: set[int] = set()
+    stack: list[int] = []
+    components: list[list[int]] = []
+    counter = 0
+    for root in sorted(successors):
+        if root in index:
+            continue
+        work = [(root, iter(successors[root]))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            advanced = False
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(successors.get(child, ()))))
+                    advanced = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1 or node in successors.get(node, ()):
+                    components.append(sorted(component))
+    return sorted(components)

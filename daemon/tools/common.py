@@ -1,0 +1,59 @@
+"""Argument schemas and checks shared by the tools."""
+from ..errors import invalid
+from ..records import CATEGORIES, Memory
+from .registry import ToolContext
+
+MAX_IDS = 500
+MAX_QUERY_CHARS = 4000
+
+ID = {"type": "integer", "minimum": 1, "maximum": 2**62}
+IDS = {"type": "array", "items": ID, "minItems": 1, "maxItems": MAX_IDS}
+TAGS = {"type": "array", "maxItems": 50,
+        "items": {"type": "string", "minLength": 1, "maxLength": 100}}
+CATEGORY = {"type": "string", "enum": list(CATEGORIES)}
+IMPORTANCE = {"type": "integer", "minimum": 1, "maximum": 5}
+PREVIEW = {"type": "integer", "minimum": 0, "maximum": 100000,
+           "description": "Truncate each content to this many characters (default "
+                          "MEMORY_MAX_CONTENT); 0 shows none."}
+ITEM = {
+    "type": "object",
+    "properties": {
+        "content": {"type": "string", "minLength": 1,
+                    "description": "The fact, decision or preference to remember."},
+        "category": {**CATEGORY, "description": "learning, preference, decision, pattern "
+                                                "or general (default)."},
+        "tags": {**TAGS, "description": "Topics; each becomes a Topic node."},
+        "importance": {**IMPORTANCE, "description": "1 (trivia) to 5 (critical); default "
+                                                    "3."},
+    },
+    "required": ["content"],
+    "additionalProperties": False,
+}
+
+
+def one_or_many(args: dict, single: str, many: str) -> tuple[list, bool]:
+    """Tools take either one thing or a list of them; exactly one of the two."""
+    if (single in args) == (many in args):
+        raise invalid(f"give either `{single}` or `{many}`, not both and not neither")
+    if single in args:
+        return [args[single]], False
+    return list(args[many]), True
+
+
+def clean_content(ctx: ToolContext, content: str, where: str) -> str:
+    text = content.strip()
+    if not text:
+        raise invalid(f"{where}: content is empty or only whitespace")
+    limit = ctx.settings.max_store_chars
+    if len(text) > limit:
+        raise invalid(f"{where}: content is {len(text)} characters, over the limit of {limit} "
+                      "(MEMORY_MAX_STORE_CHARS); split it into several memories")
+    return text
+
+
+def preview_chars(ctx: ToolContext, args: dict) -> int:
+    return args.get("preview_chars", ctx.settings.max_content_preview)
+
+
+def visible(ctx: ToolContext, m: Memory | None, everywhere: bool = False) -> bool:
+    return m is not None and (everywhere or m.workspace == ctx.workspace)
