@@ -20,6 +20,17 @@ def _int(name: str, default: int) -> int:
     return int(_float(name, default))
 
 
+def _flag(name: str, default: bool) -> bool:
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise SystemExit(f"{name}={raw!r}: expected true or false")
+
+
 @dataclass(frozen=True)
 class Settings:
     embedding_model: str
@@ -35,6 +46,11 @@ class Settings:
     buffer_pool_mb: int
     max_db_gb: int
     idle_close_minutes: float
+    dedup_threshold: float
+    merge_tag_overlap: float
+    merge_value_gate: bool
+    conflict_threshold: float
+    conflict_value_floor: float
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -55,4 +71,9 @@ class Settings:
             buffer_pool_mb=_int("MEMNEST_BUFFER_POOL_MB", 256),
             max_db_gb=_int("MEMNEST_MAX_DB_GB", 64),
             idle_close_minutes=_float("MEMNEST_IDLE_CLOSE_MINUTES", 30),
+            dedup_threshold=_float("MEMORY_DEDUP_THRESHOLD", 0.92),
+            merge_tag_overlap=_float("MEMORY_MERGE_TAG_OVERLAP", 0.5),
+            merge_value_gate=_flag("MEMORY_MERGE_VALUE_GATE", True),
+            conflict_threshold=_float("MEMORY_CONFLICT_THRESHOLD", 0.85),
+            conflict_value_floor=_float("MEMORY_CONFLICT_VALUE_FLOOR", 0.5),
         )
