@@ -217,6 +217,12 @@ class Database:
                   {"ids": ids})
         self.reap_topics(tags)
 
+    def save_access(self, memories: list[Memory]) -> None:
+        for m in memories:
+            self.rows("MATCH (m:Memory) WHERE m.id = $id SET m.access_count = $count, "
+                      "m.accessed_at = $at", {"id": m.id, "count": m.access_count,
+                                              "at": m.accessed_at})
+
     def add_edge(self, rel: str, from_id: int, to_id: int, when) -> None:
         assert rel in RELATION_TYPES
         self.rows(f"MATCH (a:Memory), (b:Memory) WHERE a.id = $a AND b.id = $b "

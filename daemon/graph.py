@@ -12,16 +12,17 @@ class Graph:
         self.edges: set[tuple[str, int, int]] = set(edges)
         self.separate: set[tuple[int, int]] = {pair(a, b) for a, b in verdicts}
         self._cycles: dict[int, list[int]] | None = None
+        self._superseders: dict[int, list[int]] | None = None
 
     # -- changes (write lock held) -------------------------------------------------------
 
     def add(self, rel: str, from_id: int, to_id: int) -> None:
         self.edges.add((rel, from_id, to_id))
-        self._cycles = None
+        self._changed()
 
     def remove(self, rel: str, from_id: int, to_id: int) -> None:
         self.edges.discard((rel, from_id, to_id))
-        self._cycles = None
+        self._changed()
 
     def keep_separate(self, a: int, b: int) -> None:
         self.separate.add(pair(a, b))
@@ -31,7 +32,10 @@ class Graph:
         gone = set(ids)
         self.edges = {e for e in self.edges if e[1] not in gone and e[2] not in gone}
         self.separate = {p for p in self.separate if p[0] not in gone and p[1] not in gone}
-        self._cycles = None
+        self._changed()
+
+    def _changed(self) -> None:
+        self._cycles = self._superseders = None
 
     # -- questions -----------------------------------------------------------------------
 
@@ -50,7 +54,13 @@ class Graph:
                       if memory_id in (a, b))
 
     def superseded_by(self, memory_id: int) -> list[int]:
-        return sorted(a for rel, a, b in self.edges if rel == "SUPERSEDES" and b == memory_id)
+        if self._superseders is None:  # searches ask this of every candidate
+            index: dict[int, list[int]] = defaultdict(list)
+            for rel, a, b in sorted(self.edges):
+                if rel == "SUPERSEDES":
+                    index[b].append(a)
+            self._superseders = dict(index)
+        return list(self._superseders.get(memory_id, ()))
 
     def supersedes(self, memory_id: int) -> list[int]:
         return sorted(b for rel, a, b in self.edges if rel == "SUPERSEDES" and a == memory_id)

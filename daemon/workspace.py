@@ -18,7 +18,7 @@ from .database import Database, ModelMismatch
 from .graph import Graph
 from .errors import ToolError, invalid
 from .indexes import KeywordIndex, VectorIndex
-from .records import Memory
+from .records import Memory, utcnow
 from .rwlock import RWLock
 
 log = logging.getLogger(__name__)
@@ -31,6 +31,8 @@ class MemoryStore:
         self.db_path = db_path
         self.model = model
         self.users = 0  # calls using this store right now; guarded by the registry's lock
+        self._access_lock = threading.Lock()
+        self._accessed: set[int] = set()  # access counts not yet written to the database
         self.db = Database(db_path, model, dim, buffer_pool_mb, max_db_gb)
         self.lock = RWLock()
         self.catalog: dict[int, Memory] = {}
@@ -97,6 +99,31 @@ class MemoryStore:
             self.vectors.remove(memory_id)
         self.keywords.remove_many(ids)
 
+    def record_access(self, ids) -> None:
+        """Count that these memories were returned to a caller. Read (or write) lock held:
+        the catalog changes at once, the database at the next flush_access()."""
+        now = utcnow()
+        with self._access_lock:
+            for memory_id in ids:
+                m = self.catalog.get(memory_id)
+                if m is not None:
+                    m.access_count += 1
+                    m.accessed_at = now
+                    self._accessed.add(memory_id)
+
+    def flush_access(self) -> int:
+        """Write pending access counts. Takes the write lock itself; returns how many."""
+        if not self._accessed:
+            return 0
+        with self.lock.write():
+            with self._access_lock:
+                dirty, self._accessed = self._accessed, set()
+            rows = [self.catalog[i] for i in dirty if i in self.catalog]
+            if rows:
+                with self.db.transaction() as db:
+                    db.save_access(rows)
+        return len(rows)
+
     def reload(self) -> None:
         """Rebuild the catalog and both indexes from the database: after anything changed
         the database behind the daemon's back (a raw Cypher write). Write lock held."""
@@ -116,6 +143,10 @@ class MemoryStore:
         return None if memory_id is None else self.catalog.get(memory_id)
 
     def close(self) -> None:
+        try:
+            self.flush_access()
+        except Exception:
+            log.exception("%s: saving access counts failed", self.db_path)
         with self.lock.write():
             self.db.close()
 
@@ -190,6 +221,13 @@ class StoreRegistry:
             raise ToolError("model_mismatch", str(exc)) from None
         except (OSError, RuntimeError) as exc:
             raise ToolError("storage_error", f"cannot open database {key}: {exc}") from None
+
+    def flush_access(self) -> None:
+        for store in self.stores():
+            try:
+                store.flush_access()
+            except Exception:
+                log.exception("%s: saving access counts failed", store.db_path)
 
     def close_idle(self, idle_seconds: float) -> list[str]:
         """Close databases no call has used for `idle_seconds`; returns their paths."""

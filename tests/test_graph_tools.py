@@ -106,3 +106,41 @@ def test_topics_count_and_orphans_are_reaped(call, three):
     assert names == {"api"}
     schema_topics = call("memory_stats")["top_topics"]
     assert schema_topics == {"api": 2}
+
+
+def test_search_demotes_superseded_unless_in_a_cycle(call):
+    old = call("memory_store", content="Releases are cut from the develop branch")["id"]
+    new = call("memory_store", content="Releases are cut from the main branch now")["id"]
+    before = {r["id"]: r["score"] for r in
+              call("memory_search", query="which branch are releases cut from")["results"]}
+    call("memory_relate", from_id=new, to_id=old, relationship="SUPERSEDES")
+    results = call("memory_search", query="which branch are releases cut from",
+                   explain=True)["results"]
+    after = {r["id"]: r for r in results}
+    assert after[old]["superseded"] is True and after[old]["superseded_by"] == [new]
+    assert after[old]["score"] == pytest.approx(before[old] * 0.5, abs=2e-3)
+    assert after[old]["explain"]["superseded"] < 0
+    assert results[0]["id"] == new
+
+    call("memory_relate", from_id=old, to_id=new, relationship="SUPERSEDES")  # a cycle
+    cyc = {r["id"]: r for r in
+           call("memory_search", query="which branch are releases cut from")["results"]}
+    assert cyc[old]["supersession_cycle"] == sorted([old, new])
+    assert "superseded" not in cyc[old]
+    assert cyc[old]["score"] == pytest.approx(before[old], abs=2e-3)
+
+
+def test_access_is_counted_and_survives_a_restart(fresh_daemon, workspace):
+    fresh_daemon.start()
+    client = fresh_daemon.client(autostart=False)
+    stored = client.call_tool("memory_store", {"content": "Counted when read"}, str(workspace))
+    client.call_tool("memory_get", {"id": stored["id"]}, str(workspace))
+    client.call_tool("memory_search", {"query": "counted when read"}, str(workspace))
+    got = client.call_tool("memory_get", {"id": stored["id"]}, str(workspace))
+    assert got["access_count"] == 3 and got["accessed_at"]
+    client.shutdown("test")  # a clean stop saves the counts
+    fresh_daemon.proc.wait(timeout=60)
+    fresh_daemon.start()
+    listed = fresh_daemon.client(autostart=False).call_tool(
+        "memory_list", {"order_by": "accessed"}, str(workspace))
+    assert listed["memories"][0]["access_count"] == 3

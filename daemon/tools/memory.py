@@ -1,12 +1,16 @@
 """The core memory tools: store, search, get, list, update, delete, stats."""
 from ..errors import invalid, not_found
+from ..conflicts import conflicts, workspace_ids
+from ..ingest import Item, ingest
 from ..records import Memory, content_hash, iso, normalise_tags, utcnow
+from ..screening import flag
 from ..search import SearchFilter, rank
 from .common import (CATEGORY, ID, IDS, IMPORTANCE, ITEM, MAX_IDS, MAX_QUERY_CHARS, PREVIEW,
                      TAGS, clean_content, one_or_many, preview_chars, visible)
 from .registry import ToolContext, tool
 
 EMBED_CHUNK = 64
+SUPERSEDED_FACTOR = 0.5
 
 
 def _embed_with_progress(ctx: ToolContext, texts: list[str]) -> list:
@@ -42,59 +46,26 @@ def memory_store(ctx: ToolContext, args: dict) -> dict:
     if "items" in args and any(k in args for k in ("category", "tags", "importance")):
         raise invalid("with `items`, give category/tags/importance inside each item")
     one_or_many(args, "content", "items")  # exactly one of the two
-    items, batch = (args["items"], True) if "items" in args else ([args], False)
-    if batch and len(items) > ctx.settings.max_batch:
-        raise invalid(f"items has {len(items)} entries, over the limit of "
+    entries, batch = (args["items"], True) if "items" in args else ([args], False)
+    if batch and len(entries) > ctx.settings.max_batch:
+        raise invalid(f"items has {len(entries)} entries, over the limit of "
                       f"{ctx.settings.max_batch} (MEMORY_MAX_BATCH); send several batches")
-    prepared = []
-    for n, item in enumerate(items):
+    items = []
+    for n, item in enumerate(entries):
         where = f"items.{n}" if batch else "content"
-        text = clean_content(ctx, item["content"], where)
-        prepared.append((text, item.get("category", "general"),
-                         normalise_tags(item.get("tags")), item.get("importance", 3)))
-
-    vectors = _embed_with_progress(ctx, [p[0] for p in prepared])  # slow: outside the lock
+        items.append(Item(clean_content(ctx, item["content"], where),
+                          item.get("category", "general"), normalise_tags(item.get("tags")),
+                          item.get("importance", 3)))
+    vectors = _embed_with_progress(ctx, [i.content for i in items])  # slow: outside the lock
     store = ctx.store
-    outcomes: list[tuple[str, Memory]] = []
-    added: list[tuple[Memory, object]] = []
-    bumped: dict[int, Memory] = {}
     with store.writing():
-        now = utcnow()
-        new_by_hash: dict[str, Memory] = {}
-        for (text, category, tags, importance), vector in zip(prepared, vectors):
-            digest = content_hash(text)
-            target = new_by_hash.get(digest)
-            if target is None:
-                existing = store.find_hash(ctx.workspace, digest)
-                if existing is not None:
-                    target = bumped.setdefault(existing.id, existing.copy(updated_at=now))
-            if target is not None:  # same text again: raise importance instead of storing
-                target.importance = min(5, target.importance + 1)
-                outcomes.append(("duplicate", target))
-                continue
-            m = Memory(id=store.allocate_id(), content=text, content_hash=digest,
-                       category=category, tags=tags, importance=importance, access_count=0,
-                       workspace=ctx.workspace, created_at=now, updated_at=now,
-                       embedding_model=store.model)
-            added.append((m, vector))
-            new_by_hash[digest] = m
-            outcomes.append(("stored", m))
-        with store.db.transaction() as db:
-            for m, vector in added:
-                db.insert(m, vector)
-            if added:
-                store.save_next_id()
-            for m in bumped.values():
-                db.update(m, None, m.tags)
-        store.indexed([m for m, _ in added] + list(bumped.values()),
-                      {m.id: v for m, v in added})
-    results = [{"status": status, "id": m.id, "importance": m.importance}
-               for status, m in outcomes]
+        outcomes = ingest(store, ctx.workspace, items, vectors, ctx.settings)
+    results = [o.view() for o in outcomes]
     if not batch:
         return results[0]
     return {"results": results,
-            "stored": sum(r["status"] == "stored" for r in results),
-            "duplicates": sum(r["status"] == "duplicate" for r in results)}
+            **{status: sum(r["status"] == status for r in results)
+               for status in ("stored", "duplicate", "merged")}}
 
 
 # -- memory_search ---------------------------------------------------------------------------
@@ -133,24 +104,58 @@ def memory_search(ctx: ToolContext, args: dict) -> dict:
     query_vector = ctx.embedder.embed_one(query)  # outside the lock
     store = ctx.store
     with store.reading():
-        ranked = rank(store, query, query_vector, SearchFilter(
-            workspace=None if everywhere else ctx.workspace, category=args.get("category"),
-            tags=normalise_tags(args.get("tags")),
-            min_importance=args.get("min_importance", 1)),
+        ranked = demote_superseded(store.graph, rank(
+            store, query, query_vector, SearchFilter(
+                workspace=None if everywhere else ctx.workspace,
+                category=args.get("category"), tags=normalise_tags(args.get("tags")),
+                min_importance=args.get("min_importance", 1)),
             pool=max(ctx.settings.search_candidates, offset + top_k),
-            mode=args.get("fusion", ctx.settings.fusion), rrf_k=ctx.settings.rrf_k)
-    page = ranked[offset:offset + top_k]
-    preview = preview_chars(ctx, args)
-    results = []
-    for r in page:
-        item = r.memory.view(preview)
-        item["score"] = round(r.score, 4)
-        if args.get("explain"):
-            item["explain"] = {k: round(v, 4) for k, v in r.parts.items()}
-        results.append(item)
+            mode=args.get("fusion", ctx.settings.fusion), rrf_k=ctx.settings.rrf_k))
+        page = ranked[offset:offset + top_k]
+        store.record_access(r.memory.id for r in page)
+        preview = preview_chars(ctx, args)
+        allowed = workspace_ids(store, ctx.workspace)
+        results = []
+        for r in page:
+            item = annotate(store, r.memory, r.memory.view(preview), ctx.settings, allowed)
+            item["score"] = round(r.score, 4)
+            if args.get("explain"):
+                item["explain"] = {k: round(v, 4) for k, v in r.parts.items()}
+            results.append(item)
     return {"results": results, "count": len(results), "offset": offset,
             "has_more": offset + top_k < len(ranked), "scope": "global" if everywhere
             else "workspace"}
+
+
+def demote_superseded(graph, ranked: list) -> list:
+    """A memory another one supersedes ranks at half its score, unless the two are caught
+    in a SUPERSEDES cycle: then nobody knows which is current, and none is demoted."""
+    demoted = False
+    for r in ranked:
+        if graph.superseded_by(r.memory.id) and not graph.supersession_cycle(r.memory.id):
+            r.parts["superseded"] = -r.score * (1 - SUPERSEDED_FACTOR)
+            r.score *= SUPERSEDED_FACTOR
+            demoted = True
+    if demoted:
+        ranked.sort(key=lambda r: (-r.score, -r.memory.id))
+    return ranked
+
+
+def annotate(store, m: Memory, item: dict, settings, allowed) -> dict:
+    """What an agent should know about a memory it is shown: what replaced it, what it
+    conflicts with, whether its text tries to instruct the agent."""
+    graph = store.graph
+    superseded_by = graph.superseded_by(m.id)
+    cycle = graph.supersession_cycle(m.id)
+    if cycle:
+        item["supersession_cycle"] = cycle
+    elif superseded_by:
+        item["superseded"] = True
+        item["superseded_by"] = superseded_by
+    found = conflicts(store, m, store.vectors.vector(m.id), settings, allowed)
+    if found:
+        item["conflicts"] = found
+    return flag(item, m.content)
 
 
 # -- memory_get ------------------------------------------------------------------------------
@@ -168,21 +173,19 @@ def memory_get(ctx: ToolContext, args: dict) -> dict:
     store = ctx.store
     found, missing = [], []
     with store.reading():
-        for memory_id in dict.fromkeys(ids):
-            m = store.catalog.get(memory_id)
-            if not visible(ctx, m):
-                missing.append(memory_id)
-                continue
-            item = m.view()
-            graph = store.graph
+        wanted = [i for i in dict.fromkeys(ids) if visible(ctx, store.catalog.get(i))]
+        missing = [i for i in dict.fromkeys(ids) if i not in wanted]
+        store.record_access(wanted)
+        allowed = workspace_ids(store, ctx.workspace) if wanted else None
+        graph = store.graph
+        for memory_id in wanted:
+            m = store.catalog[memory_id]
+            item = annotate(store, m, m.view(), ctx.settings, allowed)
             if args.get("include_edges", True):
                 item["edges"] = graph.of(memory_id)
             item["superseded"] = bool(graph.superseded_by(memory_id))
             item["superseded_by"] = graph.superseded_by(memory_id)
             item["supersedes"] = graph.supersedes(memory_id)
-            cycle = graph.supersession_cycle(memory_id)
-            if cycle:
-                item["supersession_cycle"] = cycle
             kept = graph.separate_from(memory_id)
             if kept:
                 item["kept_separate_from"] = kept

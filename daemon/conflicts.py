@@ -1,0 +1,47 @@
+"""Pairs of memories an agent should look at: near duplicates, and same-subject memories that
+disagree on a value. Reported on store and on search results, with the ways to settle them."""
+from .records import Memory
+from .values import value_disagreement
+
+NEIGHBOURS = 10
+
+
+def resolutions(a: Memory, b: Memory) -> list[str]:
+    newer, older = (a, b) if (a.updated_at, a.id) >= (b.updated_at, b.id) else (b, a)
+    return [
+        f"memory_relate(from_id={newer.id}, to_id={older.id}, relationship='SUPERSEDES') if "
+        f"#{newer.id} replaces #{older.id}",
+        f"memory_keep_separate(pairs=[[{a.id}, {b.id}]]) if both hold",
+    ]
+
+
+def workspace_ids(store, workspace: str) -> set[int] | None:
+    """The ids of one workspace's memories, or None when they are the whole database."""
+    ids = {i for i, m in store.catalog.items() if m.workspace == workspace}
+    return None if len(ids) == len(store.catalog) else ids
+
+
+def conflicts(store, m: Memory, vector, settings, allowed: set[int] | None) -> list[dict]:
+    """Memories among `allowed` (m's workspace, see workspace_ids) that look like m, unless
+    an agent already settled the pair (a keep-separate verdict or a SUPERSEDES link).
+    Read or write lock held."""
+    if vector is None:
+        return []
+    floor = min(settings.conflict_threshold, settings.conflict_value_floor)
+    found = []
+    for other_id, similarity in store.vectors.search(vector, allowed, NEIGHBOURS + 1):
+        if similarity < floor:
+            break
+        other = store.catalog.get(other_id)
+        if other is None or other_id == m.id or store.graph.kept_separate(m.id, other_id) \
+                or any(rel == "SUPERSEDES" for rel, _, _ in store.graph.between(m.id, other_id)):
+            continue
+        if value_disagreement(m.content, other.content):
+            kind = "value_disagreement"
+        elif similarity >= settings.conflict_threshold:
+            kind = "near_duplicate"
+        else:
+            continue
+        found.append({"type": kind, "memory_id": other_id, "similarity": round(similarity, 3),
+                      "content": other.content[:160], "resolutions": resolutions(m, other)})
+    return found

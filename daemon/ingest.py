@@ -1,0 +1,128 @@
+"""How new memories enter a store: exact dedup, semantic merge behind the tag and value gates,
+conflict flags. Shared by memory_store and memory_import so both follow the same rules."""
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from .conflicts import conflicts, workspace_ids
+from .records import Memory, content_hash, utcnow
+from .screening import markers
+from .values import disagree, tag_overlap
+
+
+@dataclass
+class Item:
+    content: str
+    category: str = "general"
+    tags: list[str] = field(default_factory=list)
+    importance: int = 3
+    # Kept by memory_import; new memories get now / 0.
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    access_count: int = 0
+
+
+@dataclass
+class Outcome:
+    status: str            # stored | duplicate | merged
+    memory: Memory
+    similarity: float | None = None
+    conflicts: list = field(default_factory=list)
+
+    def view(self) -> dict:
+        out = {"status": self.status, "id": self.memory.id,
+               "importance": self.memory.importance}
+        if self.status == "merged":
+            out["merged_into"] = self.memory.id
+            out["similarity"] = round(self.similarity, 3)
+        if self.conflicts:
+            out["conflicts"] = self.conflicts
+        found = markers(self.memory.content)
+        if found:
+            out["untrusted_content"] = {"markers": found}
+        return out
+
+
+def ingest(store, workspace: str, items: list[Item], vectors, settings) -> list[Outcome]:
+    """Add `items` (with their embeddings) to `store` in one transaction. Write lock held."""
+    now = utcnow()
+    allowed = workspace_ids(store, workspace)
+    outcomes: list[Outcome] = []
+    new: dict[int, tuple[Memory, np.ndarray]] = {}
+    changed: dict[int, tuple[Memory, np.ndarray | None]] = {}  # existing memories merged into
+
+    def current(memory_id: int) -> Memory:
+        if memory_id in new:
+            return new[memory_id][0]
+        if memory_id not in changed:
+            changed[memory_id] = (store.catalog[memory_id].copy(updated_at=now), None)
+        return changed[memory_id][0]
+
+    for item, vector in zip(items, vectors):
+        digest = content_hash(item.content)
+        same = next((m for m, _ in new.values() if m.content_hash == digest), None) \
+            or store.find_hash(workspace, digest)
+        if same is not None:
+            target = current(same.id)
+            target.importance = min(5, target.importance + 1)
+            outcomes.append(Outcome("duplicate", target))
+            continue
+        candidate, similarity = _merge_candidate(store, allowed, new, item, vector, settings)
+        if candidate is not None:
+            target = current(candidate.id)
+            if len(item.content) > len(target.content):  # keep the fuller wording
+                target.content, target.content_hash = item.content, digest
+                target.embedding_model = store.model
+                if target.id in new:
+                    new[target.id] = (target, vector)
+                else:
+                    changed[target.id] = (target, vector)
+            target.tags = list(dict.fromkeys(target.tags + item.tags))
+            target.importance = min(5, max(target.importance, item.importance) + 1)
+            outcomes.append(Outcome("merged", target, similarity))
+            continue
+        m = Memory(id=store.allocate_id(), content=item.content, content_hash=digest,
+                   category=item.category, tags=list(item.tags), importance=item.importance,
+                   access_count=item.access_count, workspace=workspace,
+                   created_at=item.created_at or now, updated_at=item.updated_at or now,
+                   embedding_model=store.model)
+        new[m.id] = (m, vector)
+        outcomes.append(Outcome("stored", m))
+
+    with store.db.transaction() as db:
+        for m, vector in new.values():
+            db.insert(m, vector)
+        if new:
+            store.save_next_id()
+        for memory_id, (m, vector) in changed.items():
+            db.update(m, vector, store.catalog[memory_id].tags)
+    store.indexed([m for m, _ in new.values()] + [m for m, _ in changed.values()],
+                  {i: v for i, (_, v) in {**new, **changed}.items() if v is not None})
+    if allowed is not None:
+        allowed.update(new)
+    for outcome in outcomes:
+        if outcome.status == "stored":
+            outcome.conflicts = conflicts(store, outcome.memory,
+                                          store.vectors.vector(outcome.memory.id), settings,
+                                          allowed)
+    return outcomes
+
+
+def _merge_candidate(store, allowed, new, item: Item, vector, settings):
+    """The memory (existing, or earlier in this batch) this item should merge into, if any:
+    same category, cosine at or above the dedup threshold, tags overlapping enough, and no
+    value that differs between the two."""
+    candidates = [(store.catalog[i], s) for i, s in store.vectors.search(vector, allowed, 5)]
+    candidates += [(m, float(np.dot(v, vector))) for m, v in new.values()]
+    for m, similarity in sorted(candidates, key=lambda c: -c[1]):
+        if similarity < settings.dedup_threshold:
+            break
+        if tag_overlap(m.tags, item.tags) < settings.merge_tag_overlap:
+            continue
+        if settings.merge_value_gate and disagree(m.content, item.content):
+            continue
+        if m.category != item.category:
+            continue
+        return m, similarity
+    return None, None
