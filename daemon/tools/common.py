@@ -57,3 +57,22 @@ def preview_chars(ctx: ToolContext, args: dict) -> int:
 
 def visible(ctx: ToolContext, m: Memory | None, everywhere: bool = False) -> bool:
     return m is not None and (everywhere or m.workspace == ctx.workspace)
+
+
+EMBED_CHUNK = 64
+
+
+def embed_with_progress(ctx: ToolContext, texts: list[str]) -> list:
+    """Embed in chunks so a long batch reports progress to a streaming caller. Chunks are
+    cut from the texts in length order, since a batch pads to its longest text."""
+    if len(texts) <= EMBED_CHUNK:
+        return list(ctx.embedder.embed(texts))
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    vectors: list = [None] * len(texts)
+    for start in range(0, len(order), EMBED_CHUNK):
+        chunk = order[start:start + EMBED_CHUNK]
+        for i, vector in zip(chunk, ctx.embedder.embed([texts[i] for i in chunk])):
+            vectors[i] = vector
+        done = start + len(chunk)
+        ctx.progress(done, len(texts), f"embedded {done} of {len(texts)}")
+    return vectors

@@ -1,32 +1,16 @@
 """The core memory tools: store, search, get, list, update, delete, stats."""
-from ..errors import invalid, not_found
 from ..conflicts import conflicts, workspace_ids
+from ..errors import invalid, not_found
 from ..ingest import Item, ingest
 from ..records import Memory, content_hash, iso, normalise_tags, utcnow
 from ..screening import flag
 from ..search import SearchFilter, rank
 from .common import (CATEGORY, ID, IDS, IMPORTANCE, ITEM, MAX_IDS, MAX_QUERY_CHARS, PREVIEW,
-                     TAGS, clean_content, one_or_many, preview_chars, visible)
+                     TAGS, clean_content, embed_with_progress, one_or_many, preview_chars,
+                     visible)
 from .registry import ToolContext, tool
 
-EMBED_CHUNK = 64
 SUPERSEDED_FACTOR = 0.5
-
-
-def _embed_with_progress(ctx: ToolContext, texts: list[str]) -> list:
-    """Embed in chunks so a long batch reports progress to a streaming caller. Chunks are
-    cut from the texts in length order, since a batch pads to its longest text."""
-    if len(texts) <= EMBED_CHUNK:
-        return list(ctx.embedder.embed(texts))
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    vectors: list = [None] * len(texts)
-    for start in range(0, len(order), EMBED_CHUNK):
-        chunk = order[start:start + EMBED_CHUNK]
-        for i, vector in zip(chunk, ctx.embedder.embed([texts[i] for i in chunk])):
-            vectors[i] = vector
-        done = start + len(chunk)
-        ctx.progress(done, len(texts), f"embedded {done} of {len(texts)}")
-    return vectors
 
 
 # -- memory_store ----------------------------------------------------------------------------
@@ -56,7 +40,7 @@ def memory_store(ctx: ToolContext, args: dict) -> dict:
         items.append(Item(clean_content(ctx, item["content"], where),
                           item.get("category", "general"), normalise_tags(item.get("tags")),
                           item.get("importance", 3)))
-    vectors = _embed_with_progress(ctx, [i.content for i in items])  # slow: outside the lock
+    vectors = embed_with_progress(ctx, [i.content for i in items])  # slow: outside the lock
     store = ctx.store
     with store.writing():
         outcomes = ingest(store, ctx.workspace, items, vectors, ctx.settings)
