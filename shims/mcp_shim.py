@@ -18,6 +18,7 @@ from memnest_proto.version import VERSION
 
 from . import workspace as ws
 from .client import DaemonClient, DaemonUnavailable, ToolFailure
+from .render import render, response_format
 
 log = logging.getLogger("memnest-mcp")
 ROOTS_TIMEOUT_S = 2.0
@@ -28,6 +29,7 @@ class Shim:
         self.client = DaemonClient(client_name="memnest-mcp")
         self.workspace: str | None = ws.from_env()
         self.db_path = ws.db_path_override()
+        self.format = response_format()
 
     async def resolve_workspace(self, ctx) -> str:
         if self.workspace is None:
@@ -90,10 +92,20 @@ class Shim:
             return _error(f"{exc.code}: {exc.message}")
         except DaemonUnavailable as exc:
             return _error(f"memnest daemon unavailable: {exc}")
-        text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+        if isinstance(result, dict) and isinstance(result.get("session"), dict):
+            self.apply(result["session"])
+        text = render(result, self.format)
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     structured_content=result if isinstance(result, dict)
                                     else None)
+
+
+    def apply(self, session: dict) -> None:
+        """A tool (memory_set_workspace) pinned this session to another workspace."""
+        if session.get("workspace"):
+            self.workspace = session["workspace"]
+            self.db_path = session.get("db_path", "")
+            log.info("workspace pinned to %s", self.workspace)
 
 
 def _error(message: str) -> types.CallToolResult:
