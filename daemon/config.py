@@ -32,6 +32,40 @@ def _flag(name: str, default: bool) -> bool:
 
 
 @dataclass(frozen=True)
+class DreamSettings:
+    """Consolidation (memory_dream) and the daemon's own upkeep."""
+    prune_days: float
+    prune_max_importance: int
+    trivial_threshold: float
+    cluster_low: float
+    max_clusters: int
+    scan_window: int
+    min_ops: int
+    min_hours: float
+    min_memories: int
+    reembed_max: int
+    graph_weight: float
+    upkeep_idle_minutes: float  # 0: the daemon never dreams on its own
+
+    @classmethod
+    def from_env(cls) -> "DreamSettings":
+        return cls(
+            prune_days=_float("MEMORY_DREAM_PRUNE_DAYS", 30),
+            prune_max_importance=_int("MEMORY_DREAM_PRUNE_MAX_IMP", 2),
+            trivial_threshold=_float("MEMORY_DREAM_TRIVIAL_THRESHOLD", 0.95),
+            cluster_low=_float("MEMORY_DREAM_CLUSTER_LOW", 0.88),
+            max_clusters=max(0, _int("MEMORY_CONSOLIDATE_CLUSTERS", 10)),
+            scan_window=max(1, _int("MEMORY_CONSOLIDATE_SCAN", 1000)),
+            min_ops=_int("MEMORY_DREAM_MIN_OPS", 10),
+            min_hours=_float("MEMORY_DREAM_MIN_HOURS", 24),
+            min_memories=_int("MEMORY_DREAM_MIN_MEMORIES", 20),
+            reembed_max=max(0, _int("MEMORY_DREAM_REEMBED_MAX", 200)),
+            graph_weight=max(0.0, _float("MEMORY_GRAPH_WEIGHT", 0.15)),
+            upkeep_idle_minutes=max(0.0, _float("MEMNEST_UPKEEP_IDLE_MINUTES", 10)),
+        )
+
+
+@dataclass(frozen=True)
 class Settings:
     embedding_model: str
     fusion: str
@@ -51,6 +85,7 @@ class Settings:
     merge_value_gate: bool
     conflict_threshold: float
     conflict_value_floor: float
+    dream: DreamSettings
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -76,4 +111,5 @@ class Settings:
             merge_value_gate=_flag("MEMORY_MERGE_VALUE_GATE", True),
             conflict_threshold=_float("MEMORY_CONFLICT_THRESHOLD", 0.85),
             conflict_value_floor=_float("MEMORY_CONFLICT_VALUE_FLOOR", 0.5),
+            dream=DreamSettings.from_env(),
         )

@@ -44,6 +44,9 @@ def _schema(dim: int) -> list[str]:
         # not an edge; `pair` is "low:high" so [a, b] and [b, a] are one verdict.
         "CREATE NODE TABLE IF NOT EXISTS SeparateVerdict(pair STRING PRIMARY KEY, low INT64, "
         "high INT64, created_at TIMESTAMP)",
+        # Graph signal computed by memory_dream: PageRank and community per memory.
+        "CREATE NODE TABLE IF NOT EXISTS GraphSignal(id INT64 PRIMARY KEY, pagerank DOUBLE, "
+        "community INT64)",
     ]
 
 
@@ -181,6 +184,14 @@ class Database:
                 f"MATCH (a:Memory)-[:{rel}]->(b:Memory) RETURN a.id, b.id"))
         return out
 
+    def load_signal(self) -> dict[int, tuple[float, int]]:
+        return {i: (pr, c) for i, pr, c in self.rows(
+            "MATCH (g:GraphSignal) RETURN g.id, g.pagerank, g.community")}
+
+    def orphan_topics(self) -> int:
+        return self.rows("MATCH (t:Topic) WHERE NOT EXISTS { MATCH (:Memory)-[:ABOUT]->(t) } "
+                         "RETURN count(t)")[0][0]
+
     def load_verdicts(self) -> list[tuple[int, int]]:
         return [(low, high) for low, high in self.rows(
             "MATCH (v:SeparateVerdict) RETURN v.low, v.high")]
@@ -215,6 +226,7 @@ class Database:
         self.rows("MATCH (m:Memory) WHERE m.id IN $ids DETACH DELETE m", {"ids": ids})
         self.rows("MATCH (v:SeparateVerdict) WHERE v.low IN $ids OR v.high IN $ids DELETE v",
                   {"ids": ids})
+        self.rows("MATCH (g:GraphSignal) WHERE g.id IN $ids DELETE g", {"ids": ids})
         self.reap_topics(tags)
 
     def save_access(self, memories: list[Memory]) -> None:
@@ -233,6 +245,20 @@ class Database:
         assert rel in RELATION_TYPES
         self.rows(f"MATCH (a:Memory)-[r:{rel}]->(b:Memory) WHERE a.id = $a AND b.id = $b "
                   "DELETE r", {"a": from_id, "b": to_id})
+
+    def reap_all_topics(self) -> None:
+        self.rows("MATCH (t:Topic) WHERE NOT EXISTS { MATCH (:Memory)-[:ABOUT]->(t) } DELETE t")
+
+    def save_signal(self, ids: list[int], signal: dict[int, tuple[float, int]]) -> None:
+        """Replace the graph signal of these memories (one workspace's)."""
+        self.rows("MATCH (g:GraphSignal) WHERE g.id IN $ids DELETE g", {"ids": ids})
+        for memory_id, (pagerank, community) in signal.items():
+            self.rows("CREATE (:GraphSignal {id: $id, pagerank: $pr, community: $c})",
+                      {"id": memory_id, "pr": pagerank, "c": community})
+
+    def remove_verdict(self, low: int, high: int) -> None:
+        self.rows("MATCH (v:SeparateVerdict) WHERE v.pair = $pair DELETE v",
+                  {"pair": f"{low}:{high}"})
 
     def add_verdict(self, low: int, high: int, when) -> None:
         self.rows("CREATE (:SeparateVerdict {pair: $pair, low: $low, high: $high, "

@@ -74,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from .embedder import Embedder, ModelUnavailable
     from .service import MemnestService, Runtime
+    from .housekeeping import start_housekeeping
+    from .upkeep import Upkeep
     from .workspace import StoreRegistry
 
     try:
@@ -92,8 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         lock.release()
         return 0
     server.start()
-    if settings.idle_close_minutes > 0:
-        _start_idle_closer(stores, settings.idle_close_minutes * 60)
+    start_housekeeping(stores, Upkeep(stores, embedder, settings),
+                       settings.idle_close_minutes * 60)
     try:
         server.wait()
     finally:
@@ -102,23 +104,6 @@ def main(argv: list[str] | None = None) -> int:
         lock.release()
         log.info("memnestd stopped")
     return 0
-
-
-def _start_idle_closer(stores, idle_seconds: float) -> None:
-    """Close databases nobody has used for a while, so a long-lived daemon that has seen
-    many projects holds only the ones in use."""
-    import threading
-    import time
-
-    def loop():
-        while True:
-            time.sleep(min(60.0, max(1.0, idle_seconds / 4)))
-            try:
-                stores.close_idle(idle_seconds)
-            except Exception:
-                log.exception("closing idle databases failed")
-
-    threading.Thread(target=loop, name="idle-closer", daemon=True).start()
 
 
 if __name__ == "__main__":

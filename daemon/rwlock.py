@@ -1,4 +1,9 @@
-"""A readers-writer lock: searches run side by side, writes to one database run one at a time."""
+"""A readers-writer lock: searches run side by side, writes to one database run one at a time.
+
+Phase-fair: a waiting writer holds back new readers (a stream of searches cannot starve a
+store), and the readers that queued behind a writer go in as soon as it is done, before the
+next writer (a run of back-to-back writes, such as a dream's merges, cannot starve searches).
+"""
 import threading
 from contextlib import contextmanager
 
@@ -9,13 +14,19 @@ class RWLock:
         self._readers = 0
         self._writer = False
         self._writers_waiting = 0
+        self._readers_waiting = 0
+        self._readers_turn = False
 
     @contextmanager
     def read(self):
         with self._cond:
-            # Waiting writers go first, so a stream of searches cannot starve a store.
-            while self._writer or self._writers_waiting:
+            self._readers_waiting += 1
+            while self._writer or (self._writers_waiting and not self._readers_turn):
                 self._cond.wait()
+            self._readers_waiting -= 1
+            if self._readers_waiting == 0 and self._readers_turn:
+                self._readers_turn = False
+                self._cond.notify_all()
             self._readers += 1
         try:
             yield
@@ -29,7 +40,7 @@ class RWLock:
     def write(self):
         with self._cond:
             self._writers_waiting += 1
-            while self._writer or self._readers:
+            while self._writer or self._readers or self._readers_turn:
                 self._cond.wait()
             self._writers_waiting -= 1
             self._writer = True
@@ -38,4 +49,6 @@ class RWLock:
         finally:
             with self._cond:
                 self._writer = False
+                if self._readers_waiting:
+                    self._readers_turn = True
                 self._cond.notify_all()

@@ -65,15 +65,18 @@ def _overlap(a: set[str], b: set[str]) -> float:
     return len(a & b) / min(len(a), len(b)) if a and b else 0.0
 
 
-def value_disagreement(a: str, b: str) -> bool:
-    """Same subject, different values: both cannot be current. The values that differ are
-    left out of the subject ("deploy to us-east-1" and "deploy to us-west-2" are both about
+def same_subject(a: str, b: str) -> bool:
+    """The two texts are about the same thing. Values that differ between them are left out
+    of the subject ("deploy to us-east-1" and "deploy to us-west-2" are both about
     deploying)."""
-    va, vb = values(a), values(b)
-    differing = va ^ vb
-    if not va or not vb or not differing:
-        return False
+    differing = values(a) ^ values(b)
     return _overlap(subject(a) - differing, subject(b) - differing) >= 0.6
+
+
+def value_disagreement(a: str, b: str) -> bool:
+    """Same subject, different values: both cannot be current."""
+    va, vb = values(a), values(b)
+    return bool(va) and bool(vb) and va != vb and same_subject(a, b)
 
 
 def tag_overlap(a: list[str], b: list[str]) -> float:

@@ -51,6 +51,7 @@ class MemoryStore:
             self.vectors.upsert(memory_id, vector)
         self.keywords.upsert_many(memories)
         self.graph = Graph(self.db.load_edges(), self.db.load_verdicts())
+        self.signal = self.db.load_signal()  # memory id -> (pagerank, community)
         # Ids are never reused, even after the newest memory is deleted: an agent may still
         # hold an old id, and it must not come to mean another memory.
         self._next_id = max(max(self.catalog, default=0) + 1,
@@ -93,6 +94,7 @@ class MemoryStore:
     def unindexed(self, ids: list[int]) -> None:
         self.graph.forget(ids)
         for memory_id in ids:
+            self.signal.pop(memory_id, None)
             old = self.catalog.pop(memory_id, None)
             if old is not None and self._by_hash.get((old.workspace, old.content_hash)) == memory_id:
                 del self._by_hash[(old.workspace, old.content_hash)]
@@ -209,10 +211,22 @@ class StoreRegistry:
             self.workspaces[workspace] = key
         return store
 
-    def release(self, store: MemoryStore) -> None:
+    def hold_open(self, workspace: str) -> MemoryStore | None:
+        """The store of a workspace if it is open now, marked in use (release() it after);
+        None if it is not open. For upkeep, which must not reopen what was closed."""
+        with self._lock:
+            store = self._stores.get(self.workspaces.get(workspace, ""))
+            if store is not None:
+                store.users += 1
+            return store
+
+    def release(self, store: MemoryStore, used: bool = True) -> None:
+        """`used`: a caller's call ends now, so the idle clock restarts (upkeep's own holds
+        pass False)."""
         with self._lock:
             store.users -= 1
-            store.last_used = time.monotonic()
+            if used:
+                store.last_used = time.monotonic()
 
     def _open(self, key: str) -> MemoryStore:
         try:

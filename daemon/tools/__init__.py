@@ -1,3 +1,3 @@
 """Every MCP tool the daemon serves. Importing this package registers them all."""
-from . import graph, memory, session  # noqa: F401  (each module registers its tools)
+from . import graph, memory, session, upkeep  # noqa: F401  (each module registers its tools)
 from .registry import TOOLS, Tool, ToolContext  # noqa: F401

@@ -1,6 +1,7 @@
 """The core memory tools: store, search, get, list, update, delete, stats."""
 from ..conflicts import conflicts, workspace_ids
 from ..errors import invalid, not_found
+from ..graph_signal import boost
 from ..ingest import Item, ingest
 from ..records import Memory, content_hash, iso, normalise_tags, utcnow
 from ..screening import flag
@@ -73,7 +74,7 @@ def memory_store(ctx: ToolContext, args: dict) -> dict:
            "preview_chars": PREVIEW,
            "explain": {"type": "boolean",
                        "description": "Show each ranking channel's contribution."},
-           "fusion": {"type": "string", "enum": ["legacy", "rrf"],
+           "fusion": {"type": "string", "enum": ["context", "legacy", "rrf"],
                       "description": "Override MEMORY_FUSION for this call."},
        },
        "required": ["query"], "additionalProperties": False},
@@ -88,13 +89,14 @@ def memory_search(ctx: ToolContext, args: dict) -> dict:
     query_vector = ctx.embedder.embed_one(query)  # outside the lock
     store = ctx.store
     with store.reading():
-        ranked = demote_superseded(store.graph, rank(
-            store, query, query_vector, SearchFilter(
-                workspace=None if everywhere else ctx.workspace,
-                category=args.get("category"), tags=normalise_tags(args.get("tags")),
-                min_importance=args.get("min_importance", 1)),
+        ranked = rank(store, query, query_vector, SearchFilter(
+            workspace=None if everywhere else ctx.workspace, category=args.get("category"),
+            tags=normalise_tags(args.get("tags")),
+            min_importance=args.get("min_importance", 1)),
             pool=max(ctx.settings.search_candidates, offset + top_k),
-            mode=args.get("fusion", ctx.settings.fusion), rrf_k=ctx.settings.rrf_k))
+            mode=args.get("fusion", ctx.settings.fusion), rrf_k=ctx.settings.rrf_k)
+        ranked = demote_superseded(store.graph, boost(ranked, store.signal,
+                                                      ctx.settings.dream.graph_weight))
         page = ranked[offset:offset + top_k]
         store.record_access(r.memory.id for r in page)
         preview = preview_chars(ctx, args)

@@ -1,0 +1,39 @@
+"""The daemon's background chores, on one thread: save access counts every few seconds,
+dream for idle workspaces (upkeep.py), and close databases nobody has used for a while so a
+long-lived daemon that has seen many projects holds only the ones in use."""
+import logging
+import threading
+import time
+
+log = logging.getLogger(__name__)
+
+TICK_SECONDS = 5.0
+
+
+def start_housekeeping(stores, upkeep, idle_close_seconds: float) -> threading.Thread:
+    tick = TICK_SECONDS
+    if idle_close_seconds > 0:
+        tick = min(tick, max(0.5, idle_close_seconds / 4))
+    if upkeep.enabled:
+        tick = min(tick, max(0.5, upkeep.settings.upkeep_idle_minutes * 60 / 4))
+
+    def loop():
+        last_sweep = time.monotonic()
+        while True:
+            time.sleep(tick)
+            for chore in (stores.flush_access, upkeep.run_due):
+                try:
+                    chore()
+                except Exception:
+                    log.exception("housekeeping: %s failed", chore.__name__)
+            if idle_close_seconds > 0 and \
+                    time.monotonic() - last_sweep >= min(60.0, idle_close_seconds / 4):
+                last_sweep = time.monotonic()
+                try:
+                    stores.close_idle(idle_close_seconds)
+                except Exception:
+                    log.exception("housekeeping: closing idle databases failed")
+
+    thread = threading.Thread(target=loop, name="housekeeping", daemon=True)
+    thread.start()
+    return thread
