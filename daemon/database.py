@@ -9,12 +9,13 @@ import os
 import threading
 import time
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 import real_ladybug as lb
 
-from .records import Memory
+from .records import Memory, content_hash
 
 log = logging.getLogger(__name__)
 
@@ -188,6 +189,10 @@ class Database:
         return {i: (pr, c) for i, pr, c in self.rows(
             "MATCH (g:GraphSignal) RETURN g.id, g.pagerank, g.community")}
 
+    def census_rows(self) -> list[tuple[int, bool, str]]:
+        return [(i, has, model or "") for i, has, model in self.rows(
+            "MATCH (m:Memory) RETURN m.id, m.embedding IS NOT NULL, m.embedding_model")]
+
     def orphan_topics(self) -> int:
         return self.rows("MATCH (t:Topic) WHERE NOT EXISTS { MATCH (:Memory)-[:ABOUT]->(t) } "
                          "RETURN count(t)")[0][0]
@@ -282,12 +287,21 @@ def _params(m: Memory) -> dict:
     return {c: getattr(m, c) for c in MEMORY_COLUMNS}
 
 
+UNKNOWN_TIME = datetime(1970, 1, 1)
+
+
 def _memory(row: list) -> Memory:
+    """A Memory from a database row. Rows written behind the daemon's back (raw Cypher) may
+    lack any property: they get neutral defaults rather than break the catalog."""
     values = dict(zip(MEMORY_COLUMNS, row))
+    values["content"] = values["content"] or ""
+    values["content_hash"] = values["content_hash"] or content_hash(values["content"])
     values["tags"] = list(values["tags"] or [])
     values["importance"] = int(values["importance"] or 3)
     values["access_count"] = int(values["access_count"] or 0)
     values["embedding_model"] = values["embedding_model"] or ""
     values["category"] = values["category"] or "general"
     values["workspace"] = values["workspace"] or ""
+    values["created_at"] = values["created_at"] or values["updated_at"] or UNKNOWN_TIME
+    values["updated_at"] = values["updated_at"] or values["created_at"]
     return Memory(**values)

@@ -53,6 +53,7 @@ class Runtime:
             "embedding_model": self.embedder.name,
             "model_load_seconds": round(self.embedder.load_seconds, 2),
             "open_databases": len(self.stores.stores()),
+            "open_workspaces": sorted(self.stores.workspaces),
             "calls_served": self.calls_served,
         }
 

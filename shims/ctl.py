@@ -130,7 +130,7 @@ def cmd_stats(args) -> None:
     print(f"model      {stats['embedding_model']}")
     print(f"indexes    {'healthy' if health['healthy'] else 'UNHEALTHY'} "
           f"(vector {health['vector_indexed']}, keyword {health['keyword_indexed']} of "
-          f"{health['memories_in_database']})")
+          f"{health['rows_in_database']})")
 
 
 def cmd_store(args) -> None:

@@ -62,7 +62,7 @@ def test_kill_9_between_calls_next_call_succeeds(fresh_daemon, workspace):
             more = result_json(await s.call_tool("memory_store", {"content": "After the crash"}))
             assert more["id"] not in ids
             health = result_json(await s.call_tool("memory_stats", {}))["index_health"]
-            assert health["healthy"] and health["memories_in_database"] == 6
+            assert health["healthy"] and health["rows_in_database"] == 6
         pids = fresh_daemon.pids()
         assert len(pids) == 1 and pids[0] != first_pid
 

@@ -290,3 +290,20 @@ def test_scheduled_upkeep_dreams_alone_without_delaying_search(fresh_daemon, wor
           f"max {during[-1] * 1000:.1f} ms" if during else "\n(no search overlapped)")
     assert len(during) >= 3, "no search overlapped the dream"
     assert during[-1] < 1.0
+
+
+def test_stats_census_counts_against_the_database(session):
+    s = session()
+    s.call("memory_store", items=[{"content": "counted one"}, {"content": "counted two"}])
+    s.restart_after([("CREATE (:Memory {id: 99, content: 'made by hand', workspace: $ws, "
+                      "tags: [], importance: 3, access_count: 0})", {"ws": str(s.workspace)})])
+    stats = s.call("memory_stats")
+    health = stats["index_health"]
+    assert health["rows_in_database"] == 3 and health["rows_with_embedding"] == 2
+    assert health["rows_without_embedding"] == 1 and health["stale_embedding_signature"] == 1
+    assert not health["healthy"]
+    runtime = stats["runtime"]
+    assert runtime["open_workspaces"] == [str(s.workspace)]
+    assert {"version", "uptime_seconds", "rss_bytes", "model_load_seconds"} <= set(runtime)
+    s.call("memory_dream", force=True)  # re-embeds the hand-made row
+    assert s.call("memory_stats")["index_health"]["healthy"]

@@ -348,17 +348,7 @@ def memory_stats(ctx: ToolContext, args: dict) -> dict:
             for t in m.tags:
                 topics[t] = topics.get(t, 0) + 1
         top = sorted(mine, key=lambda m: (m.importance, m.access_count, m.id), reverse=True)[:5]
-        all_ids = set(store.catalog)
-        vector_ids, keyword_ids = store.vectors.ids(), store.keywords.ids()
-        stale = sum(1 for m in store.catalog.values() if m.embedding_model != store.model)
-        census = {
-            "memories_in_database": len(all_ids),
-            "vector_indexed": len(vector_ids),
-            "keyword_indexed": len(keyword_ids),
-            "missing_from_vector_index": len(all_ids - vector_ids),
-            "missing_from_keyword_index": len(all_ids - keyword_ids),
-            "stale_embedding_signature": stale,
-        }
+        census = index_census(store)
         newest = max((m.updated_at for m in mine), default=None)
     return {
         "workspace": ctx.workspace,
@@ -370,7 +360,26 @@ def memory_stats(ctx: ToolContext, args: dict) -> dict:
         "top_memories": [m.view(120) for m in top],
         "last_updated": iso(newest),
         "embedding_model": store.model,
-        "index_health": {**census, "healthy": all(
-            v == 0 for k, v in census.items() if k.startswith(("missing", "stale")))},
+        "index_health": census,
         "runtime": ctx.runtime(),
     }
+
+
+def index_census(store) -> dict:
+    """Count, against the database itself, every row the search indexes should hold and do
+    not (or hold and should not). Healthy only when every count of a problem is zero."""
+    rows = store.db.census_rows()  # (id, has embedding, embedding model) of every row
+    in_db = {i for i, _, _ in rows}
+    embedded = {i for i, has_vector, _ in rows if has_vector}
+    vector_ids, keyword_ids = store.vectors.ids(), store.keywords.ids()
+    problems = {
+        "missing_from_vector_index": len(embedded - vector_ids),
+        "missing_from_keyword_index": len(in_db - keyword_ids),
+        "stray_in_vector_index": len(vector_ids - embedded),
+        "stray_in_keyword_index": len(keyword_ids - in_db),
+        "rows_without_embedding": len(in_db - embedded),
+        "stale_embedding_signature": sum(1 for _, _, model in rows if model != store.model),
+    }
+    return {"rows_in_database": len(in_db), "rows_with_embedding": len(embedded),
+            "vector_indexed": len(vector_ids), "keyword_indexed": len(keyword_ids),
+            **problems, "healthy": not any(problems.values())}
