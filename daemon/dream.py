@@ -291,6 +291,7 @@ def dream(store, workspace: str, embedder, settings, dry_run: bool = False,
     report["clusters"] = p.clusters
     orphans = store.db.orphan_topics()
     if dry_run:
+        progress(5, 5, "planned (dry run: nothing changed)")
         report.update(status="planned", would_prune=p.prune,
                       would_merge=[{"survivor": s, "absorbed": a, "similarity": round(x, 3)}
                                    for s, a, x in p.merges],

@@ -13,6 +13,7 @@ from memnest_proto.version import VERSION
 
 from . import workspace as ws
 from .client import DaemonClient, DaemonUnavailable, ToolFailure
+from .progress import Progress
 
 
 class Failure(Exception):
@@ -162,6 +163,67 @@ def cmd_search(args) -> None:
         print(f"{r['id']:>6}  {r['score']:.3f}  {r['content']}{tags}")
 
 
+def _workspaces_for(args, client: DaemonClient) -> list[str]:
+    if not args.all:
+        return [_workspace(args)]
+    client.ensure_running()
+    found = [w.workspace for w in client.status().workspaces]
+    if not found:
+        raise Failure("the daemon has no workspace open; give --workspace DIR")
+    return found
+
+
+def _long_call(args, tool: str, arguments: dict) -> list[tuple[str, dict]]:
+    """Run a long tool on one or all workspaces, streaming its progress."""
+    client = _client()
+    reports = []
+    for workspace in _workspaces_for(args, client):
+        progress = Progress(f"{tool.removeprefix('memory_')} {workspace}")
+        try:
+            reports.append((workspace, client.call_tool(
+                tool, arguments, workspace, ws.db_path_override(), on_progress=progress)))
+        except ToolFailure as exc:
+            raise Failure(f"{tool} on {workspace}: {exc.message}") from None
+        finally:
+            progress.finish()
+    return reports
+
+
+def cmd_dream(args) -> None:
+    reports = [r for _, r in _long_call(args, "memory_dream",
+                                        {"dry_run": args.dry_run, "force": args.force})]
+    if args.json:
+        _print_json(reports if args.all else reports[0])
+        return
+    for r in reports:
+        if r["status"] == "skipped":
+            print(f"{r['workspace']}: skipped ({'; '.join(r['gates']['reasons'])}); "
+                  "--force runs it anyway")
+            continue
+        verb = "would " if r["dry_run"] else ""
+        merged = r.get("would_merge" if r["dry_run"] else "merged", [])
+        pruned = r.get("would_prune" if r["dry_run"] else "pruned", [])
+        cover = r["scan_coverage"]
+        print(f"{r['workspace']}: {verb}merge {len(merged)}, {verb}prune {len(pruned)}, "
+              f"{len(r['clusters'])} clusters to review, "
+              f"{len(r['supersession_cycles'])} SUPERSEDES cycles; scanned {cover['examined']} "
+              f"of {cover['corpus']} ({r['duration_ms']:.0f} ms)")
+        for c in r["clusters"]:
+            ids = ", ".join(f"#{m['id']}" for m in c["memories"])
+            print(f"  review [{c['gate']}] {ids}: {c['resolution']}")
+
+
+def cmd_reindex(args) -> None:
+    reports = _long_call(args, "memory_reindex", {})
+    if args.json:
+        views = [{"workspace": w, **r} for w, r in reports]
+        _print_json(views if args.all else views[0])
+        return
+    for workspace, r in reports:
+        print(f"{workspace}: {r['memories']} memories; vector index {r['vector_indexed']}, "
+              f"keyword index {r['keyword_indexed']} ({r['duration_ms']:.0f} ms)")
+
+
 # -- parser --------------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -197,6 +259,16 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--global", dest="global_search", action="store_true",
                         help="search every workspace in the database")
     search.set_defaults(run=cmd_search)
+    for name, run, text in (("dream", cmd_dream, "consolidate memory (memory_dream)"),
+                            ("reindex", cmd_reindex, "rebuild the search indexes")):
+        cmd = sub.add_parser(name, parents=[scoped], help=text)
+        cmd.add_argument("--all", action="store_true",
+                         help="every workspace the daemon has open")
+        if name == "dream":
+            cmd.add_argument("--dry-run", action="store_true",
+                             help="report what it would do; change nothing")
+            cmd.add_argument("--force", action="store_true", help="run despite the gates")
+        cmd.set_defaults(run=run)
     return parser
 
 
