@@ -1,37 +1,6 @@
 """A query-independent signal from the relations between memories: how central a memory is
 (PageRank) and which group it belongs to (Louvain communities). Computed by memory_dream,
 stored per memory, used by search as one weighted channel (MEMORY_GRAPH_WEIGHT)."""
-import numpy as np
-
-DAMPING = 0.85
-
-
-def pagerank(nodes: list[int], arcs: list[tuple[int, int]], iterations: int = 100,
-             tolerance: float = 1e-9) -> dict[int, float]:
-    """Power iteration; a node without out-links spreads its rank evenly over all nodes."""
-    n = len(nodes)
-    if n == 0:
-        return {}
-    index = {node: k for k, node in enumerate(nodes)}
-    out_degree = np.zeros(n)
-    sources, targets = [], []
-    for a, b in arcs:
-        sources.append(index[a])
-        targets.append(index[b])
-        out_degree[index[a]] += 1
-    sources_arr, targets_arr = np.array(sources, dtype=int), np.array(targets, dtype=int)
-    rank = np.full(n, 1.0 / n)
-    for _ in range(iterations):
-        spread = np.zeros(n)
-        if len(sources_arr):
-            np.add.at(spread, targets_arr, rank[sources_arr] / out_degree[sources_arr])
-        dangling = rank[out_degree == 0].sum()
-        new = (1 - DAMPING) / n + DAMPING * (spread + dangling / n)
-        if np.abs(new - rank).sum() < tolerance:
-            rank = new
-            break
-        rank = new
-    return {node: float(rank[k]) for node, k in index.items()}
 
 
 def compute_signal(edges: list[tuple[int, int]]) -> dict[int, tuple[float, int]]:
@@ -42,12 +11,12 @@ def compute_signal(edges: list[tuple[int, int]]) -> dict[int, tuple[float, int]]
     nodes = sorted({i for edge in edges for i in edge})
     if not nodes:
         return {}
-    ranks = pagerank(nodes, edges)
+    directed = nx.DiGraph()
+    directed.add_nodes_from(nodes)
+    directed.add_edges_from(edges)
+    ranks = nx.pagerank(directed, alpha=0.85)
     top = max(ranks.values())
-    graph = nx.Graph()
-    graph.add_nodes_from(nodes)
-    graph.add_edges_from(edges)
-    communities = nx.community.louvain_communities(graph, seed=7)
+    communities = nx.community.louvain_communities(directed.to_undirected(), seed=7)
     community_of = {}
     for number, members in enumerate(sorted(communities, key=lambda c: (-len(c), min(c)))):
         for member in members:
