@@ -85,6 +85,9 @@ class Settings:
     merge_value_gate: bool
     conflict_threshold: float
     conflict_value_floor: float
+    allow_destructive: bool
+    query_max_rows: int
+    query_timeout_s: float
     dream: DreamSettings
 
     @classmethod
@@ -111,5 +114,8 @@ class Settings:
             merge_value_gate=_flag("MEMORY_MERGE_VALUE_GATE", True),
             conflict_threshold=_float("MEMORY_CONFLICT_THRESHOLD", 0.85),
             conflict_value_floor=_float("MEMORY_CONFLICT_VALUE_FLOOR", 0.5),
+            allow_destructive=_flag("MEMORY_ALLOW_DESTRUCTIVE", False),
+            query_max_rows=max(1, _int("MEMORY_QUERY_MAX_ROWS", 1000)),
+            query_timeout_s=max(0.1, _float("MEMORY_QUERY_TIMEOUT_S", 10)),
             dream=DreamSettings.from_env(),
         )
