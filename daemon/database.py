@@ -87,6 +87,10 @@ class Database:
 
     # -- connections ---------------------------------------------------------------------
 
+    def connection(self) -> lb.Connection:
+        """This thread's own connection (the one rows() and transaction() use)."""
+        return self._conn()
+
     def _conn(self) -> lb.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:

@@ -118,17 +118,22 @@ class MemoryStore:
         if not self._accessed:
             return 0
         with self.lock.write():
-            with self._access_lock:
-                dirty, self._accessed = self._accessed, set()
-            rows = [self.catalog[i] for i in dirty if i in self.catalog]
-            if rows:
-                with self.db.transaction() as db:
-                    db.save_access(rows)
+            return self._save_access()
+
+    def _save_access(self) -> int:
+        """Write lock held."""
+        with self._access_lock:
+            dirty, self._accessed = self._accessed, set()
+        rows = [self.catalog[i] for i in dirty if i in self.catalog]
+        if rows:
+            with self.db.transaction() as db:
+                db.save_access(rows)
         return len(rows)
 
     def reload(self) -> None:
         """Rebuild the catalog and both indexes from the database: after anything changed
         the database behind the daemon's back (a raw Cypher write). Write lock held."""
+        self._save_access()  # the catalog is about to be rebuilt: keep what it counted
         self.vectors = VectorIndex(self.vectors.dim)
         self.keywords = KeywordIndex()
         self._load()

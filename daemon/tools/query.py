@@ -431,7 +431,7 @@ def memory_query(ctx: ToolContext, args: dict) -> dict:
 def _read(ctx, query, params, max_rows, full_vectors, verdict) -> dict:
     store = ctx.store
     with store.reading():
-        conn = store.db._conn()  # this thread's connection, the one Database.rows() uses
+        conn = store.db.connection()
         conn.execute("BEGIN TRANSACTION READ ONLY")
         try:
             collected = _collect(_execute(conn, query, params, ctx.settings), max_rows,
@@ -446,13 +446,10 @@ def _read(ctx, query, params, max_rows, full_vectors, verdict) -> dict:
 
 def _write(ctx, query, params, max_rows, full_vectors, verdict) -> dict:
     store = ctx.store
-    flush = getattr(store, "flush_access", None)
-    if flush is not None:  # reload() below rebuilds the catalog from the database
-        flush()
     audit = verdict.kind == guard.WRITE
     with store.writing():
         db = store.db
-        conn = db._conn()
+        conn = db.connection()
         before = _census(db, fingerprint=audit)
         try:
             with db.transaction():
