@@ -4,8 +4,10 @@ Both live in memory, are rebuilt from the database when it opens and are changed
 daemon's own writes, right after they commit: the daemon is the only writer, so they cannot
 drift from the database.
 """
+import math
 import re
 import threading
+from collections import Counter
 
 import numpy as np
 import tantivy
@@ -21,6 +23,8 @@ class VectorIndex:
         self._matrix = np.zeros((64, dim), dtype=np.float32)
         self._ids = np.zeros(64, dtype=np.int64)
         self._row: dict[int, int] = {}
+        self._generation = 0  # bumped whenever the set of ids changes
+        self._sorted: tuple[int, np.ndarray] = (-1, np.zeros(0, dtype=np.int64))
 
     def __len__(self) -> int:
         return len(self._row)
@@ -37,12 +41,14 @@ class VectorIndex:
                 self._ids = np.concatenate([self._ids, np.zeros_like(self._ids)])
             self._row[memory_id] = row
             self._ids[row] = memory_id
+            self._generation += 1
         self._matrix[row] = vector
 
     def remove(self, memory_id: int) -> None:
         row = self._row.pop(memory_id, None)
         if row is None:
             return
+        self._generation += 1
         last = len(self._row)  # index of the last live row, after the pop
         if row != last:
             moved = int(self._ids[last])
@@ -53,6 +59,27 @@ class VectorIndex:
     def vector(self, memory_id: int) -> np.ndarray | None:
         row = self._row.get(memory_id)
         return None if row is None else self._matrix[row].copy()
+
+    @property
+    def generation(self) -> int:
+        """Changes whenever a memory is added or removed (not when one is re-embedded)."""
+        return self._generation
+
+    def sorted_ids(self) -> np.ndarray:
+        """Every id, ascending (cached until the set of ids changes)."""
+        generation, ids = self._sorted
+        if generation != self._generation:
+            ids = np.sort(self._ids[:len(self._row)])
+            self._sorted = (self._generation, ids)
+        return ids
+
+    def similarity(self, query: np.ndarray):
+        """A function id -> cosine similarity to `query` (0.0 for an unknown id), from one
+        matrix-vector product over every memory."""
+        n = len(self._row)
+        scores = (self._matrix[:n] @ query.astype(np.float32)).tolist()
+        rows = self._row
+        return lambda memory_id: scores[rows[memory_id]] if memory_id in rows else 0.0
 
     def search(self, query: np.ndarray, allowed: set[int] | None, k: int) -> list[tuple[int, float]]:
         """The k most similar memories among `allowed` (all when None), best first."""
@@ -88,6 +115,15 @@ class KeywordIndex:
         self._writer = self._index.writer(heap_size=15_000_000, num_threads=1)
         self._lock = threading.Lock()
         self._ids: set[int] = set()
+        # Each memory's distinct terms and every term's document frequency, for term-level
+        # questions the BM25 query cannot answer (which query terms a memory contains).
+        self._terms: dict[int, frozenset[str]] = {}
+        self._df: Counter = Counter()
+        # The same analysis as tantivy's en_stem: terms here are the index's terms.
+        self._analyzer = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+                          .filter(tantivy.Filter.remove_long(40))
+                          .filter(tantivy.Filter.lowercase())
+                          .filter(tantivy.Filter.stemmer("english")).build())
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -101,10 +137,14 @@ class KeywordIndex:
             for m in docs:
                 if m.id in self._ids:
                     self._writer.delete_documents_by_term("id", m.id)
+                    self._df.subtract(self._terms.pop(m.id, ()))
+                text = m.content + "\n" + " ".join(m.tags)
                 self._writer.add_document(tantivy.Document(
-                    id=m.id, text=m.content + "\n" + " ".join(m.tags),
+                    id=m.id, text=text,
                     workspace=m.workspace, category=m.category, tag=list(m.tags) or [""]))
                 self._ids.add(m.id)
+                terms = self._terms[m.id] = frozenset(self._analyzer.analyze(text))
+                self._df.update(terms)
             self._commit()
 
     def remove_many(self, ids) -> None:
@@ -113,7 +153,24 @@ class KeywordIndex:
                 if memory_id in self._ids:
                     self._writer.delete_documents_by_term("id", memory_id)
                     self._ids.discard(memory_id)
+                    self._df.subtract(self._terms.pop(memory_id, ()))
+            self._df = +self._df  # drop terms no memory has any more
             self._commit()
+
+    def analyse(self, text: str) -> list[str]:
+        """`text` as the index's terms (lower-cased, stemmed), in order."""
+        return self._analyzer.analyze(text)
+
+    def idf(self, term: str) -> float:
+        """BM25's inverse document frequency of an index term; 0 for a term no memory has."""
+        df = self._df.get(term, 0)
+        if df == 0:
+            return 0.0
+        n = len(self._ids)
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    def terms_of(self, memory_id: int) -> frozenset[str]:
+        return self._terms.get(memory_id, frozenset())
 
     def _commit(self) -> None:
         self._writer.commit()
