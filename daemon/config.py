@@ -92,9 +92,9 @@ class Settings:
 
     @classmethod
     def from_env(cls) -> "Settings":
-        fusion = os.environ.get("MEMORY_FUSION", "legacy").strip().lower() or "legacy"
-        if fusion not in ("legacy", "rrf"):
-            raise SystemExit(f"MEMORY_FUSION={fusion!r}: expected 'legacy' or 'rrf'")
+        fusion = os.environ.get("MEMORY_FUSION", "context").strip().lower() or "context"
+        if fusion not in ("context", "legacy", "rrf"):
+            raise SystemExit(f"MEMORY_FUSION={fusion!r}: expected 'context', 'legacy' or 'rrf'")
         return cls(
             embedding_model=os.environ.get("MEMORY_EMBEDDING_MODEL", "").strip() or DEFAULT_MODEL,
             fusion=fusion,

@@ -1,0 +1,217 @@
+"""The pieces of the `context` fusion mode: query analysis, the index bookkeeping it relies on,
+neighbour context and term coverage (in process, with hand-made vectors so only the ranking
+logic is under test), and one ranking check end to end through the daemon."""
+from datetime import datetime, timedelta
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from memnest_daemon import search
+from memnest_daemon.config import Settings
+from memnest_daemon.indexes import KeywordIndex, VectorIndex
+from memnest_daemon.query_analysis import STOPWORDS, analyse, keyword_terms
+from memnest_daemon.records import Memory, content_hash
+
+T0 = datetime(2025, 3, 1, 12, 0, 0)
+DIM = 8
+
+
+# -- query analysis --------------------------------------------------------------------------
+
+def test_keyword_terms_drop_function_words():
+    assert keyword_terms("What did Caroline research?") == ["caroline", "research"]
+    assert keyword_terms("When did Melanie paint a sunrise?") == ["melanie", "paint", "sunrise"]
+    # Nothing but function words: keep them rather than search for nothing.
+    assert keyword_terms("what is it?") == ["what", "is", "it"]
+    assert {"what", "did", "her", "the"} <= STOPWORDS
+
+
+def test_names_tag_matches_whole_words_and_phrases():
+    q = analyse("What is Caroline's relationship status with the mental-health team?")
+    assert q.names_tag("caroline")
+    assert q.names_tag("Mental Health")       # a phrase, spelled differently
+    assert not q.names_tag("carol")           # part of a word is not a mention
+    assert not q.names_tag("the")             # function words never count
+    assert not q.names_tag("s")               # nor one-letter tags
+    assert not q.names_tag("health team x")
+
+
+# -- index bookkeeping -----------------------------------------------------------------------
+
+def _memory(i: int, content: str, workspace: str = "/ws", tags=(), minutes: float = 0.0):
+    at = T0 + timedelta(minutes=minutes)
+    return Memory(id=i, content=content, content_hash=content_hash(content), category="general",
+                  tags=list(tags), importance=3, access_count=0, workspace=workspace,
+                  created_at=at, updated_at=at)
+
+
+def test_keyword_index_tracks_terms_and_document_frequency():
+    k = KeywordIndex()
+    k.upsert_many([_memory(1, "Painting sunsets at the lake"), _memory(2, "Lake swimming")])
+    assert k.analyse("Paintings of lakes") == ["paint", "of", "lake"]
+    assert "paint" in k.terms_of(1) and "lake" in k.terms_of(2)
+    assert k.idf("lake") < k.idf("paint")     # in both memories vs in one
+    k.upsert_many([_memory(1, "Pottery class on Tuesday")])  # content replaced
+    assert "paint" not in k.terms_of(1) and k.idf("paint") == 0.0
+    k.remove_many([2])
+    assert k.terms_of(2) == frozenset() and k.idf("lake") == 0.0
+
+
+def test_vector_index_generation_sorted_ids_and_similarity():
+    v = VectorIndex(DIM)
+    g0 = v.generation
+    for i in (5, 2, 9):
+        v.upsert(i, _unit(i))
+    assert v.generation > g0 and v.sorted_ids().tolist() == [2, 5, 9]
+    g1 = v.generation
+    v.upsert(5, _unit(1))                     # re-embedding is not a change of membership
+    assert v.generation == g1
+    similarity = v.similarity(_unit(1))
+    assert similarity(5) == pytest.approx(1.0) and similarity(9) < 1.0
+    assert similarity(12345) == 0.0
+    v.remove(2)
+    assert v.generation > g1 and v.sorted_ids().tolist() == [5, 9]
+
+
+# -- the context mode, in process ------------------------------------------------------------
+
+def _unit(seed: int) -> np.ndarray:
+    x = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
+    return x / np.linalg.norm(x)
+
+
+def _store(memories, vectors=None):
+    store = SimpleNamespace(catalog={m.id: m for m in memories}, vectors=VectorIndex(DIM),
+                            keywords=KeywordIndex())
+    for m in memories:
+        store.vectors.upsert(m.id, (vectors or {}).get(m.id, _unit(1000 + m.id)))
+    store.keywords.upsert_many(memories)
+    return store
+
+
+def _rank(store, query, vector=None, workspace="/ws"):
+    vector = _unit(7) if vector is None else vector
+    return search.rank(store, query, vector, search.SearchFilter(workspace=workspace),
+                       pool=100, mode="context", rrf_k=60)
+
+
+DIALOGUE = [
+    "Mel: We went to a concert on Saturday for my daughter's birthday.",
+    "Caro: How fun! Who was playing?",
+    "Mel: Matt Patterson, his voice was amazing.",
+    "Caro: I adopted a guinea pig called Oscar.",
+    "Mel: Pottery class starts next week.",
+]
+
+
+def test_a_memory_next_to_a_match_is_lifted_by_it():
+    # The answer ("Matt Patterson") shares no word with the question; its neighbours do.
+    store = _store([_memory(i, t, minutes=i * 0.1) for i, t in enumerate(DIALOGUE, 1)])
+    ranked = _rank(store, "Who played at the concert for the birthday?")
+    order = [r.memory.id for r in ranked]
+    assert set(order[:3]) == {1, 2, 3}
+    answer = next(r for r in ranked if r.memory.id == 3)
+    assert answer.parts["context"] > 0 and answer.parts["keyword"] == 0
+    assert order.index(3) < order.index(4)
+    legacy = search.rank(store, "Who played at the concert for the birthday?", _unit(7),
+                         search.SearchFilter(workspace="/ws"), 100, "legacy", 60)
+    assert 3 not in [r.memory.id for r in legacy[:3]]
+
+
+def test_neighbours_stop_at_an_hour_gap_and_at_other_workspaces():
+    memories = [_memory(1, "Concert on Saturday for the birthday"),
+                _memory(2, "Matt Patterson sang", minutes=90),              # an hour later
+                _memory(3, "Pottery on Sunday", workspace="/other", minutes=90.1),
+                _memory(4, "Oscar the guinea pig", minutes=90.2)]
+    store = _store(memories)
+    ranked = {r.memory.id: r for r in _rank(store, "concert birthday")}
+    assert 2 not in ranked or ranked[2].parts["context"] == 0
+    window = search._neighbours(store, store.vectors.sorted_ids(), memories[1], 2)
+    assert window == ((1, 4),)                # skips /other; 1 is too far back in time
+
+
+def test_coverage_counts_query_terms_found_around_a_memory():
+    memories = [_memory(1, "Caro: What inspired the painting?"),
+                _memory(2, "Mel: A visit to the LGBTQ center.", minutes=0.1),
+                _memory(3, "Mel: Unrelated chatter about weather.", minutes=0.2),
+                _memory(4, "Mel: More weather.", minutes=0.3),
+                _memory(5, "Mel: Even more weather.", minutes=0.4)]
+    store = _store(memories)
+    ranked = {r.memory.id: r for r in _rank(store, "inspired painting center")}
+    assert ranked[2].parts["coverage"] == pytest.approx(search.COVERAGE_WEIGHT)
+    assert ranked[3].parts["coverage"] == pytest.approx(search.COVERAGE_WEIGHT)  # 2 steps
+    assert 0 < ranked[4].parts["coverage"] < ranked[2].parts["coverage"]  # sees "center"
+    assert ranked[5].parts["coverage"] == 0   # nothing within two steps
+
+
+def test_a_named_tag_gives_a_small_lift():
+    memories = [_memory(1, "Went hiking in the hills", tags=["melanie"]),
+                _memory(2, "Went hiking in the hills again", tags=["caroline"], minutes=120)]
+    ranked = {r.memory.id: r for r in _rank(_store(memories), "Where did Caroline hike?")}
+    assert ranked[2].parts["tag"] == search.TAG_BOOST and "tag" not in ranked[1].parts
+
+
+def test_filters_still_apply_to_neighbours():
+    memories = [_memory(1, "Concert for the birthday"),
+                _memory(2, "Matt Patterson sang", minutes=0.1)]
+    memories[1].category = "decision"
+    store = _store(memories)
+    ranked = search.rank(store, "concert birthday", _unit(7),
+                         search.SearchFilter(workspace="/ws", category="general"), 100,
+                         "context", 60)
+    assert [r.memory.id for r in ranked] == [1]
+
+
+def test_workspaces_stay_apart_in_a_shared_database():
+    memories = [_memory(1, "Deploy with Helm charts", workspace="/ws"),
+                _memory(2, "Helm charts for deploys, version 3", workspace="/other", minutes=0.1),
+                _memory(3, "Helm deploy rollback notes", workspace="/other", minutes=0.2),
+                _memory(4, "Lunch at noon", workspace="/ws", minutes=0.3)]
+    store = _store(memories)
+    for _ in range(2):                        # the second time from the cached layout
+        assert {r.memory.workspace for r in _rank(store, "helm deploy")} == {"/ws"}
+    everywhere = _rank(store, "helm deploy", workspace=None)
+    assert {r.memory.id for r in everywhere} == {1, 2, 3, 4}
+
+
+def test_context_is_the_default_fusion(monkeypatch):
+    monkeypatch.delenv("MEMORY_FUSION", raising=False)
+    assert Settings.from_env().fusion == "context" == search.DEFAULT_FUSION
+    for mode in search.FUSION_MODES:
+        monkeypatch.setenv("MEMORY_FUSION", mode)
+        assert Settings.from_env().fusion == mode
+    monkeypatch.setenv("MEMORY_FUSION", "bogus")
+    with pytest.raises(SystemExit):
+        Settings.from_env()
+
+
+# -- end to end ------------------------------------------------------------------------------
+
+CONVERSATION = [
+    ("Melanie", "Hey Caroline! We went to a concert last night for my daughter's birthday."),
+    ("Caroline", "That sounds amazing, Mel! Who was performing?"),
+    ("Melanie", "Matt Patterson. His voice gave me chills the whole evening."),
+    ("Caroline", "I started volunteering at the youth center downtown."),
+    ("Melanie", "That is so kind of you. What do you do there?"),
+    ("Caroline", "Mostly mentoring teens and helping them with homework."),
+    ("Melanie", "My pottery class made bowls this week; mine came out lopsided."),
+    ("Caroline", "Lopsided bowls have character! Keep at it."),
+]
+
+
+def test_context_search_finds_the_answer_turn_through_the_daemon(call):
+    stored = call("memory_store", items=[{"content": f"[14 August 2023] {who}: {text}",
+                                          "tags": [who]} for who, text in CONVERSATION])
+    ids = [r["id"] for r in stored["results"]]
+    assert len(set(ids)) == len(CONVERSATION)
+    question = "Which singer did Melanie see at the birthday concert?"
+    default = call("memory_search", query=question, top_k=5, explain=True)
+    assert [r["id"] for r in default["results"]] == [
+        r["id"] for r in call("memory_search", query=question, top_k=5,
+                              fusion="context")["results"]]
+    top = [r["id"] for r in default["results"][:3]]
+    assert ids[2] in top                      # "Matt Patterson." answers it
+    parts = default["results"][0]["explain"]
+    assert {"vector", "keyword", "context", "importance", "recency"} <= set(parts)
+    for mode in ("legacy", "rrf"):            # the other modes stay selectable per call
+        assert call("memory_search", query=question, fusion=mode)["results"]
