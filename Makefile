@@ -27,6 +27,11 @@ proto: install
 bench: install
 	$(PY) bench/core.py
 
+# Retrieval quality: gold-evidence recall and MRR on the LOCOMO conversations (bench/locomo.py).
+.PHONY: bench-locomo
+bench-locomo: install
+	$(PY) bench/locomo.py
+
 stop:
 	-$(VENV)/bin/memnest-ctl stop
 

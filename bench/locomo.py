@@ -37,6 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import grpc
+from memnest_daemon.search import DEFAULT_FUSION
 from memnest_shims.client import DaemonClient
 
 BIN = Path(sys.executable).parent
@@ -170,8 +172,8 @@ class PrivateDaemon:
         try:
             if self.client.is_running():
                 self.client.shutdown("bench-locomo done")
-        except Exception:
-            pass
+        except grpc.RpcError:
+            pass  # already gone: the wait below returns at once
         self.client.close()
         if self.proc is not None:
             try:
@@ -197,15 +199,18 @@ class PrivateDaemon:
 
 # -- ingest and search -----------------------------------------------------------------------
 
-def ingest(daemon: PrivateDaemon, conv: dict, workspace: Path) -> tuple[dict, float, int]:
-    """Store every turn; returns ({memory id: [dia_id...]}, seconds, memories stored)."""
+def ingest(daemon: PrivateDaemon, conv: dict, workspace: Path) -> tuple[dict, float, dict]:
+    """Store every turn; returns ({memory id: [dia_id...]}, seconds, {status: count}). A turn
+    the daemon folds into an existing memory (status duplicate or merged) maps to that one."""
     id_to_dia: dict[int, list[str]] = {}
+    statuses: dict[str, int] = {}
     started = time.perf_counter()
     for dia_ids, items in memory_items(conv):
         result = daemon.call("memory_store", {"items": items}, workspace)
         for dia, r in zip(dia_ids, result["results"]):
             id_to_dia.setdefault(r["id"], []).append(dia)
-    return id_to_dia, time.perf_counter() - started, len(id_to_dia)
+            statuses[r["status"]] = statuses.get(r["status"], 0) + 1
+    return id_to_dia, time.perf_counter() - started, statuses
 
 
 def ask(daemon: PrivateDaemon, conv: dict, workspace: Path, id_to_dia: dict,
@@ -242,6 +247,10 @@ def print_table(title: str, tables: dict[str, dict]) -> None:
                   f"{row['r@10']:>6.3f} {row['r@20']:>6.3f} {row['mrr']:>7.3f}")
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt  # SIGTERM: clean up the private daemon like Ctrl-C does
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("files", nargs="*", type=Path,
@@ -265,13 +274,14 @@ def main() -> int:
     summary: dict = {"model": OFFLINE_MODEL, "top_k": TOP_K, "conversations": {}}
     pooled: dict[str, list] = {}
     try:
-        signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+        signal.signal(signal.SIGTERM, _interrupt)
         daemon.start()
         modes = [m for m in args.modes.split(",") if m.strip()] or daemon.fusion_modes()
-        default = (daemon.env.get("MEMORY_FUSION") or "").strip().lower() or "daemon default"
+        default = (daemon.env.get("MEMORY_FUSION") or "").strip().lower() or DEFAULT_FUSION
         print(f"memnest LOCOMO retrieval bench: model {OFFLINE_MODEL}, top_k {TOP_K}, modes "
-              f"{', '.join(modes)} (MEMORY_FUSION: {default}), {len(convs)} conversation(s)",
+              f"{', '.join(modes)} (default: {default}), {len(convs)} conversation(s)",
               flush=True)
+        summary["modes"], summary["default_mode"] = modes, default
         for path, conv in convs:
             ws = workspace_for(root, path, conv)
             mapping = ws / "locomo-ids.json"
@@ -282,10 +292,13 @@ def main() -> int:
                 print(f"{conv['name']}: reusing {stored} memories in {ws}", flush=True)
             else:
                 print(f"{conv['name']}: ingesting {n_turns} turns ...", flush=True)
-                id_to_dia, ingest_s, stored = ingest(daemon, conv, ws)
+                id_to_dia, ingest_s, statuses = ingest(daemon, conv, ws)
+                stored = len(id_to_dia)
                 mapping.write_text(json.dumps(id_to_dia))
                 print(f"  .. {stored} memories in {ingest_s:.1f}s "
-                      f"({n_turns / ingest_s:.0f} turns/s)", flush=True)
+                      f"({n_turns / ingest_s:.0f} turns/s; "
+                      + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) + ")",
+                      flush=True)
             tables, latency = {}, {}
             for mode in modes:
                 rows, times = ask(daemon, conv, ws, id_to_dia, mode)
