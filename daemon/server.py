@@ -1,10 +1,22 @@
-"""The daemon's socket: one instance per socket path, private to its user, drained on exit."""
+"""The daemon's socket: one instance per socket path, private to its user, drained on exit.
+
+The socket is either created here or inherited from a service manager (systemd socket
+activation: LISTEN_PID / LISTEN_FDS, first descriptor 3). gRPC's Python server cannot listen
+on a descriptor it did not create, so with an inherited socket the daemon accepts every
+connection on that descriptor itself and relays its bytes to the gRPC server, which listens on
+a private socket in the same 0700 folder. The public socket is never unlinked or replaced: it
+belongs to the service manager, which keeps it open (and queues new connections) while the
+daemon restarts.
+"""
 import errno
 import fcntl
 import logging
 import os
+import socket
 import stat
+import tempfile
 import threading
+import time
 from concurrent import futures
 from pathlib import Path
 
@@ -17,6 +29,8 @@ log = logging.getLogger(__name__)
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 DRAIN_SECONDS = 30.0
+SD_LISTEN_FDS_START = 3
+MAX_UNIX_PATH = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
 
 
 class AlreadyRunning(Exception):
@@ -62,44 +76,346 @@ class InstanceLock:
         os.close(self._fd)
 
 
+# -- socket activation ---------------------------------------------------------------------------
+
+def inherited_listener() -> socket.socket | None:
+    """The listening socket a service manager passed us, as sd_listen_fds(3) defines it:
+    LISTEN_PID is our pid and LISTEN_FDS counts descriptors from 3. The variables are removed
+    so that nothing this process starts believes the socket is meant for it."""
+    pid, count = os.environ.get("LISTEN_PID"), os.environ.get("LISTEN_FDS")
+    for name in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"):
+        os.environ.pop(name, None)
+    if not pid or not count:
+        return None
+    try:
+        if int(pid) != os.getpid():
+            log.info("ignoring LISTEN_FDS meant for pid %s", pid)
+            return None
+        n = int(count)
+    except ValueError:
+        log.warning("ignoring malformed LISTEN_PID=%r LISTEN_FDS=%r", pid, count)
+        return None
+    if n < 1:
+        return None
+    if n > 1:
+        log.warning("%d sockets inherited; using the first (fd %d)", n, SD_LISTEN_FDS_START)
+    fd = SD_LISTEN_FDS_START
+    try:
+        sock = socket.socket(fileno=fd)
+    except OSError as exc:
+        raise SystemExit(f"memnestd: LISTEN_FDS={n}, but the inherited fd {fd} is not a Unix "
+                         f"stream socket ({exc.strerror})") from None
+    if sock.family != socket.AF_UNIX or sock.type != socket.SOCK_STREAM:
+        sock.detach()
+        raise SystemExit(f"memnestd: the inherited fd {fd} is not a Unix stream socket; the "
+                         "socket unit "
+                         "must use ListenStream= with a path")
+    if not sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+        sock.detach()
+        raise SystemExit(f"memnestd: the inherited fd {fd} is not listening (Accept=yes is not "
+                         "supported: use Accept=no)")
+    os.set_inheritable(fd, False)
+    return sock
+
+
+def listener_path(sock: socket.socket) -> Path | None:
+    name = sock.getsockname()
+    if isinstance(name, bytes):
+        name = name.decode(errors="replace")
+    if not name or name.startswith("\0"):
+        return None
+    return Path(name)
+
+
+def something_listens(path: Path) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(str(path))
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+
+
+class _Relay:
+    """Accepts connections on the inherited socket and copies bytes both ways between each
+    of them and the gRPC server's private socket."""
+
+    CHUNK = 256 * 1024
+
+    def __init__(self, listener: socket.socket, inner: Path):
+        self.listener, self.inner = listener, inner
+        self._closing = threading.Event()
+        self._thread = threading.Thread(target=self._accept_loop, name="activation-accept",
+                                        daemon=True)
+
+    def start(self) -> None:
+        self.listener.settimeout(0.25)
+        self._thread.start()
+
+    def stop_accepting(self) -> None:
+        """New connections stay queued in the service manager's socket for the next daemon."""
+        self._closing.set()
+        self._thread.join(timeout=5)
+        # Our copy only: the service manager keeps the socket open and listening.
+        self.listener.close()
+
+    def _accept_loop(self) -> None:
+        while not self._closing.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError as exc:
+                if self._closing.is_set():
+                    return
+                log.warning("accept on the inherited socket failed: %s", exc)
+                time.sleep(0.1)
+                continue
+            conn.setblocking(True)
+            backend = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                backend.connect(str(self.inner))
+            except OSError as exc:
+                log.warning("could not reach the gRPC server at %s: %s", self.inner, exc)
+                conn.close()
+                backend.close()
+                continue
+            pair = _Pair(conn, backend)
+            for src, dst, name in ((conn, backend, "in"), (backend, conn, "out")):
+                threading.Thread(target=pair.pump, args=(src, dst), name=f"relay-{name}",
+                                 daemon=True).start()
+
+
+class _Pair:
+    def __init__(self, a: socket.socket, b: socket.socket):
+        self.a, self.b = a, b
+        self._open = 2
+        self._lock = threading.Lock()
+
+    def pump(self, src: socket.socket, dst: socket.socket) -> None:
+        buf = bytearray(_Relay.CHUNK)
+        view = memoryview(buf)
+        try:
+            while True:
+                n = src.recv_into(buf)
+                if n == 0:
+                    break
+                dst.sendall(view[:n])
+        except OSError:
+            pass
+        finally:
+            try:
+                dst.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+            with self._lock:
+                self._open -= 1
+                done = self._open == 0
+            if done:
+                self.a.close()
+                self.b.close()
+
+
+# -- activity ------------------------------------------------------------------------------------
+
+class Activity(grpc.ServerInterceptor):
+    """Counts calls in flight and remembers when the last one ended (every RPC, not only
+    tools), for the idle exit of on-demand daemons."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.in_flight = 0
+        self.last_activity = time.monotonic()
+
+    def _begin(self) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.last_activity = time.monotonic()
+
+    def _end(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+            self.last_activity = time.monotonic()
+
+    def idle_seconds(self) -> float:
+        with self._lock:
+            return 0.0 if self.in_flight else time.monotonic() - self.last_activity
+
+    def intercept_service(self, continuation, handler_call_details):
+        handler = continuation(handler_call_details)
+        if handler is None:
+            return None
+        if handler.unary_unary:
+            inner = handler.unary_unary
+
+            def unary(request, context):
+                self._begin()
+                try:
+                    return inner(request, context)
+                finally:
+                    self._end()
+            return grpc.unary_unary_rpc_method_handler(
+                unary, request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer)
+        if handler.unary_stream:
+            inner_stream = handler.unary_stream
+
+            def stream(request, context):
+                self._begin()
+                try:
+                    yield from inner_stream(request, context)
+                finally:
+                    self._end()
+            return grpc.unary_stream_rpc_method_handler(
+                stream, request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer)
+        return handler
+
+
+def connected_clients(sock: Path) -> int | None:
+    """How many connections to our socket are open right now, or None when this platform
+    does not say. On Linux an accepted Unix socket carries the listener's path, so
+    /proc/net/unix lists one connected (state 03) entry per client."""
+    try:
+        with open("/proc/net/unix", encoding="utf-8", errors="replace") as f:
+            next(f)
+            # gRPC binds "unix:///x" as "///x": compare normalised paths.
+            target = os.path.normpath(str(sock))
+            count = 0
+            for line in f:
+                fields = line.split(None, 7)
+                if len(fields) == 8 and fields[5] == "03" and \
+                        os.path.normpath(fields[7].rstrip("\n")) == target:
+                    count += 1
+            return count
+    except (OSError, StopIteration):
+        pass
+    import psutil
+    try:
+        target = os.path.normpath(str(sock))
+        mine = [c for c in psutil.Process().net_connections(kind="unix")
+                if c.laddr and os.path.normpath(c.laddr) == target]
+    except (OSError, psutil.Error):
+        return None
+    return max(0, len(mine) - 1)  # minus the listening socket
+
+
+# -- the server ----------------------------------------------------------------------------------
+
 class DaemonServer:
-    def __init__(self, sock: Path, servicer_factory, workers: int = 16):
+    def __init__(self, sock: Path, servicer_factory, workers: int = 16,
+                 listener: socket.socket | None = None):
         self.sock = sock
+        self.listener = listener
+        self.activity = Activity()
+        self.exit_code = 0
+        self.managed = False  # run by a service manager that restarts it after an upgrade
         self._stopped = threading.Event()
+        self._relay: _Relay | None = None
+        self._inner: Path | None = None
+        self._inner_dir: str | None = None
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="call"),
+            interceptors=[self.activity],
             options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                      ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                      ("grpc.so_reuseport", 0)])
         pb_grpc.add_MemnestServicer_to_server(servicer_factory(self.request_stop), self._server)
 
+    @property
+    def activated(self) -> bool:
+        return self.listener is not None
+
     def start(self) -> None:
+        if self.listener is not None:
+            self._start_activated()
+            return
         if self.sock.exists() or self.sock.is_symlink():
+            if something_listens(self.sock):
+                # We hold the instance lock, so this is not a daemon of ours: most likely a
+                # systemd socket unit that will start the service-managed daemon.
+                raise AlreadyRunning(f"{self.sock} is already served by another listener "
+                                     "(a systemd socket unit?)")
             # We hold the instance lock, so whatever is there was left by a dead daemon.
             log.warning("removing stale socket %s left by a previous daemon", self.sock)
             self.sock.unlink()
-        old_umask = os.umask(0o177)  # the socket is created 0600, never briefly wider
-        try:
-            bound = self._server.add_insecure_port(grpc_target(self.sock))
-        finally:
-            os.umask(old_umask)
-        if bound == 0:
-            raise SystemExit(f"could not listen on {self.sock}")
-        os.chmod(self.sock, 0o600)
+        self._bind(self.sock)
         self._server.start()
         log.info("listening on %s", self.sock)
 
-    def request_stop(self) -> None:
+    def _bind(self, path: Path) -> None:
+        old_umask = os.umask(0o177)  # the socket is created 0600, never briefly wider
+        try:
+            bound = self._server.add_insecure_port(grpc_target(path))
+        finally:
+            os.umask(old_umask)
+        if bound == 0:
+            raise SystemExit(f"could not listen on {path}")
+        os.chmod(path, 0o600)
+
+    def _start_activated(self) -> None:
+        inner = self.sock.parent / f".memnestd-{os.getpid()}.grpc"
+        if len(str(inner)) > MAX_UNIX_PATH:
+            self._inner_dir = tempfile.mkdtemp(prefix="memnestd-")  # created 0700
+            inner = Path(self._inner_dir) / "grpc.sock"
+        if inner.exists():
+            inner.unlink()
+        self._inner = inner
+        self._bind(inner)
+        self._server.start()
+        self._relay = _Relay(self.listener, inner)
+        self._relay.start()
+        log.info("serving the inherited socket %s (socket activation)", self.sock)
+
+    def request_stop(self, upgrade: bool = False) -> bool:
+        """Ask the main thread to drain and exit. Returns True when a service manager will
+        start the next daemon (the caller should wait for it rather than start one)."""
+        restarting = False
+        if upgrade and self.managed:
+            self.exit_code = EXIT_RESTART
+            restarting = True
+        elif upgrade and self.activated:
+            restarting = True  # the socket unit starts the next daemon on the next connection
         self._stopped.set()
+        return restarting
 
     def wait(self) -> None:
-        self._stopped.wait()
+        # Wake up now and then: a signal delivered to another thread only flags its Python
+        # handler, which runs when the main thread next executes bytecode.
+        while not self._stopped.wait(timeout=0.5):
+            pass
+
+    def stopping(self) -> bool:
+        return self._stopped.is_set()
 
     def stop(self) -> None:
         """Refuse new calls, let calls in flight finish (bounded), remove the socket."""
         log.info("draining calls in flight (up to %.0fs)", DRAIN_SECONDS)
+        if self._relay is not None:
+            self._relay.stop_accepting()
         self._server.stop(grace=DRAIN_SECONDS).wait()
+        if self._inner is not None:
+            for path in (self._inner,):
+                try:
+                    path.unlink()
+                except FileNotFoundError:
+                    pass
+            if self._inner_dir:
+                try:
+                    os.rmdir(self._inner_dir)
+                except OSError:
+                    pass
+            return  # the public socket belongs to the service manager
         try:
             self.sock.unlink()
         except FileNotFoundError:
             pass
+
+
+# Exit status that asks a service manager to start the daemon again (after an upgrade):
+# EX_TEMPFAIL. The systemd unit lists it in SuccessExitStatus= and RestartForceExitStatus=;
+# launchd's KeepAlive restarts on any unsuccessful exit.
+EXIT_RESTART = 75

@@ -28,6 +28,7 @@ class Runtime:
 
     def __init__(self, embedder, stores, socket_path: str, log_path: str):
         self.started = time.monotonic()
+        self.version = VERSION  # what Status reports (tests of upgrades pose as older)
         self.embedder, self.stores = embedder, stores
         self.socket_path, self.log_path = socket_path, log_path
         self.calls_served = 0
@@ -45,7 +46,7 @@ class Runtime:
 
     def facts(self) -> dict:
         return {
-            "version": VERSION,
+            "version": self.version,
             "protocol_version": PROTOCOL_VERSION,
             "pid": os.getpid(),
             "uptime_seconds": round(time.monotonic() - self.started, 1),
@@ -158,7 +159,8 @@ class MemnestService(pb_grpc.MemnestServicer):
             calls_served=self.runtime.calls_served, calls_in_flight=self.runtime.in_flight)
 
     def Shutdown(self, request, context):
-        log.info("shutdown requested: %s", request.reason or "no reason given")
-        # Reply first; the server stops from another thread after this call returns.
-        threading.Thread(target=self._on_shutdown, name="shutdown", daemon=True).start()
-        return pb.ShutdownResponse(accepted=True)
+        log.info("shutdown requested%s: %s", " for an upgrade" if request.upgrade else "",
+                 request.reason or "no reason given")
+        # Only flags the stop: the main thread drains (this call included) and exits.
+        restarting = bool(self._on_shutdown(upgrade=request.upgrade))
+        return pb.ShutdownResponse(accepted=True, restarting=restarting)

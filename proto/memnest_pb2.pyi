@@ -139,13 +139,17 @@ class StatusResponse(_message.Message):
     def __init__(self, version: _Optional[str] = ..., protocol_version: _Optional[int] = ..., pid: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., rss_bytes: _Optional[int] = ..., embedding_model: _Optional[str] = ..., embedding_dim: _Optional[int] = ..., model_load_seconds: _Optional[float] = ..., workspaces: _Optional[_Iterable[_Union[WorkspaceStatus, _Mapping]]] = ..., socket_path: _Optional[str] = ..., log_path: _Optional[str] = ..., calls_served: _Optional[int] = ..., calls_in_flight: _Optional[int] = ...) -> None: ...
 
 class ShutdownRequest(_message.Message):
-    __slots__ = ("reason",)
+    __slots__ = ("reason", "upgrade")
     REASON_FIELD_NUMBER: _ClassVar[int]
+    UPGRADE_FIELD_NUMBER: _ClassVar[int]
     reason: str
-    def __init__(self, reason: _Optional[str] = ...) -> None: ...
+    upgrade: bool
+    def __init__(self, reason: _Optional[str] = ..., upgrade: _Optional[bool] = ...) -> None: ...
 
 class ShutdownResponse(_message.Message):
-    __slots__ = ("accepted",)
+    __slots__ = ("accepted", "restarting")
     ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    RESTARTING_FIELD_NUMBER: _ClassVar[int]
     accepted: bool
-    def __init__(self, accepted: _Optional[bool] = ...) -> None: ...
+    restarting: bool
+    def __init__(self, accepted: _Optional[bool] = ..., restarting: _Optional[bool] = ...) -> None: ...

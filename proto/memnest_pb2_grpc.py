@@ -92,7 +92,8 @@ class MemnestServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Shutdown(self, request, context):
-        """Drain in-flight calls, close every database, remove the socket, exit.
+        """Drain in-flight calls, close every database, remove the socket (unless a service
+        manager owns it), exit.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

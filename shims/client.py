@@ -1,8 +1,20 @@
 """Connect to memnestd, starting it on demand, and call it; shared by memnest-mcp and
-memnest-ctl."""
+memnest-ctl.
+
+On connecting, the client and the daemon exchange versions (Status). A client newer than the
+daemon asks it to drain and exit, then starts the new memnestd (or lets the service manager
+start it); calls that other clients have in flight complete during the drain, and calls that
+arrive meanwhile are refused as UNAVAILABLE and retried once against the new daemon. A client
+older than the daemon keeps working while their protocol numbers match.
+"""
+import errno
+import fcntl
 import json
+import logging
 import os
+import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -14,11 +26,17 @@ import grpc
 from memnest_proto import memnest_pb2 as pb
 from memnest_proto import memnest_pb2_grpc as pb_grpc
 from memnest_proto import paths
-from memnest_proto.version import VERSION
+from memnest_proto.version import PROTOCOL_VERSION, VERSION
+
+log = logging.getLogger("memnest.client")
 
 START_DEADLINE_S = float(os.environ.get("MEMNEST_START_TIMEOUT_S", "90"))
 CALL_DEADLINE_S = float(os.environ.get("MEMNEST_CALL_TIMEOUT_S", "600"))
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+# The daemon drains for up to 30 s; allow for closing databases on top.
+DRAIN_WAIT_S = 45.0
+# How long to let a service manager bring its daemon back after an upgrade before starting one.
+MANAGER_RESTART_WAIT_S = 15.0
 
 
 class DaemonUnavailable(RuntimeError):
@@ -34,6 +52,12 @@ class ToolFailure(Exception):
         return self.message
 
 
+def version_key(version: str) -> tuple[int, ...]:
+    """'0.10.2' > '0.9.7'; anything after the numeric release part is ignored."""
+    release = re.match(r"[0-9]+(?:\.[0-9]+)*", version.strip())
+    return tuple(int(p) for p in release.group(0).split(".")) if release else (0,)
+
+
 def daemon_command() -> list[str]:
     """The memnestd beside this interpreter (same install), else on PATH, else -m."""
     beside = Path(sys.executable).with_name("memnestd")
@@ -47,12 +71,18 @@ def daemon_command() -> list[str]:
 
 class DaemonClient:
     def __init__(self, socket_path: Path | None = None, client_name: str = "client",
-                 autostart: bool = True):
+                 autostart: bool = True, version: str = VERSION,
+                 protocol: int = PROTOCOL_VERSION):
         self.socket_path = socket_path or paths.socket_path()
         self.client_name = client_name
         self.autostart = autostart
+        self.version, self.protocol = version, protocol
         self._channel: grpc.Channel | None = None
         self._stub: pb_grpc.MemnestStub | None = None
+        self._checked_pid: int | None = None  # the daemon whose version we have accepted
+        self._upgrade_tried = False
+        self.upgraded_from: str | None = None  # the version this client replaced, if any
+        self._last_error = ""
 
     # -- connection ----------------------------------------------------------------------
 
@@ -70,6 +100,7 @@ class DaemonClient:
         if self._channel is not None:
             self._channel.close()
         self._channel = self._stub = None
+        self._checked_pid = None
 
     def status(self, timeout: float = 5.0) -> pb.StatusResponse:
         return self._connect().Status(pb.StatusRequest(), timeout=timeout)
@@ -85,36 +116,156 @@ class DaemonClient:
             return False
 
     def ensure_running(self) -> None:
-        if self.is_running():
+        """Make sure a compatible daemon answers, starting (or upgrading) it if needed. Once a
+        daemon is accepted, calls go straight to it until the connection fails."""
+        if self._checked_pid is not None and self._channel is not None:
             return
-        if not self.autostart:
-            raise DaemonUnavailable(f"memnestd is not running on {self.socket_path}; start it "
-                                    "with `memnest-ctl start`")
-        self.start_daemon()
+        status = self._probe()
+        if status is None:
+            status = self._await_daemon(spawn=self.autostart)
+        status = self._handshake(status)
+        self._checked_pid = status.pid
 
     def start_daemon(self) -> None:
-        """Start memnestd detached (its own session, output to its log) and wait until it
-        answers. Several clients may race here; the daemon's instance lock picks one."""
+        """Start memnestd detached (its own session, output to its log) unless one is
+        running or starting, and wait until it answers. Several clients may race here; the
+        daemon's instance lock picks one."""
+        self._await_daemon(spawn=True)
+
+    def _probe(self, timeout: float = 2.0) -> pb.StatusResponse | None:
+        if not self.socket_path.exists():
+            return None
+        try:
+            return self.status(timeout=timeout)
+        except grpc.RpcError as exc:
+            self._last_error = f"{exc.code().name}: {exc.details()}"
+            self.close()  # a fresh channel next time, not one in reconnect back-off
+            return None
+
+    def _listening(self) -> bool:
+        """Something accepts connections on the socket: a daemon still starting, or a
+        systemd socket unit that starts the service-managed daemon on our connection."""
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        probe.settimeout(1.0)
+        try:
+            probe.connect(str(self.socket_path))
+            return True
+        except OSError:
+            return False
+        finally:
+            probe.close()
+
+    def _lock_free(self) -> bool:
+        """No daemon holds the instance lock: none is starting, serving or draining."""
+        lock = self.socket_path.with_name(self.socket_path.name + ".lock")
+        try:
+            fd = os.open(lock, os.O_RDONLY)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return True
+        except OSError as exc:
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                return False
+            raise
+        finally:
+            os.close(fd)
+
+    def _await_daemon(self, spawn: bool, hold_spawn_s: float = 0.0) -> pb.StatusResponse:
+        """Wait until a daemon answers. Start one (if `spawn`) whenever none is running,
+        starting or draining; with `hold_spawn_s`, first give a service manager that long
+        to start its own."""
         log_path = paths.log_file()
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ, MEMNEST_SOCKET=str(self.socket_path))
-        with open(log_path, "ab") as log_file:
-            proc = subprocess.Popen(
-                daemon_command() + ["--spawned"], stdin=subprocess.DEVNULL, stdout=log_file,
-                stderr=log_file, start_new_session=True, env=env, close_fds=True)
-        deadline = time.monotonic() + START_DEADLINE_S
+        started = time.monotonic()
+        deadline = started + START_DEADLINE_S + hold_spawn_s
+        proc: subprocess.Popen | None = None
         while time.monotonic() < deadline:
-            if self.is_running():
-                return
-            code = proc.poll()
-            # Exit 0 means another daemon holds the lock (it is starting): keep waiting.
+            status = self._probe()
+            if status is not None:
+                return status
+            code = proc.poll() if proc is not None else None
+            # Exit 0 means another daemon held the lock: it may have answered by now.
             if code not in (None, 0):
                 raise DaemonUnavailable(
                     f"memnestd exited with code {code} while starting: "
                     f"{_last_line(log_path)} (full log: {log_path})")
+            idle = (proc is None or code is not None) and not self._listening() \
+                and self._lock_free()
+            if idle:
+                if not spawn:
+                    raise DaemonUnavailable(f"memnestd is not running on {self.socket_path}; "
+                                            "start it with `memnest-ctl start`")
+                if time.monotonic() - started >= hold_spawn_s:
+                    proc = self._spawn(log_path)
             time.sleep(0.1)
         raise DaemonUnavailable(f"memnestd did not answer on {self.socket_path} within "
-                                f"{START_DEADLINE_S:.0f}s; see {log_path}")
+                                f"{START_DEADLINE_S + hold_spawn_s:.0f}s (last error: "
+                                f"{self._last_error or 'no socket'}); see {log_path}")
+
+    def _spawn(self, log_path: Path) -> subprocess.Popen:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ, MEMNEST_SOCKET=str(self.socket_path))
+        for name in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES", "MEMNEST_TEST_REPORT_VERSION"):
+            env.pop(name, None)
+        with open(log_path, "ab") as log_file:
+            return subprocess.Popen(
+                daemon_command() + ["--spawned"], stdin=subprocess.DEVNULL, stdout=log_file,
+                stderr=log_file, start_new_session=True, env=env, close_fds=True)
+
+    # -- versions ------------------------------------------------------------------------
+
+    def _handshake(self, status: pb.StatusResponse) -> pb.StatusResponse:
+        older = version_key(status.version) < version_key(self.version)
+        if older and self.autostart and not self._upgrade_tried:
+            self._upgrade_tried = True
+            status = self._upgrade(status)
+            older = version_key(status.version) < version_key(self.version)
+        if status.protocol_version != self.protocol:
+            if older:
+                fix = ("run `memnest-ctl stop`; the next call starts the memnestd installed "
+                       "with this client")
+            else:
+                fix = (f"update this {self.client_name} to memnest {status.version} (the "
+                       "install memnestd runs from) and restart your editor")
+            raise DaemonUnavailable(
+                f"memnestd {status.version} speaks protocol {status.protocol_version}, this "
+                f"{self.client_name} {self.version} speaks protocol {self.protocol}: {fix}")
+        if older:
+            log.warning("memnestd %s is older than this client (%s) and was not replaced; "
+                        "continuing, the protocol is the same", status.version, self.version)
+        return status
+
+    def _upgrade(self, old: pb.StatusResponse) -> pb.StatusResponse:
+        """Ask an older daemon to drain and exit, then make sure the new one runs."""
+        log.warning("memnestd %s (pid %d) is older than this client (%s): asking it to drain "
+                    "and make way for the new version", old.version, old.pid, self.version)
+        restarting = False
+        try:
+            reply = self._connect().Shutdown(pb.ShutdownRequest(
+                reason=f"upgrade to {self.version} requested by {self.client_name} "
+                       f"pid {os.getpid()}", upgrade=True), timeout=10)
+            restarting = reply.restarting
+        except grpc.RpcError as exc:  # another client asked first: it is draining already
+            log.info("shutdown request not delivered (%s); waiting for the old daemon",
+                     exc.code().name)
+        self.close()
+        deadline = time.monotonic() + DRAIN_WAIT_S
+        while time.monotonic() < deadline:
+            status = self._probe()
+            if status is not None and status.pid != old.pid:
+                break  # the new daemon is already up (another client or the manager)
+            if status is None and self._lock_free():
+                break  # the old one is gone
+            time.sleep(0.1)
+        status = self._await_daemon(
+            spawn=True, hold_spawn_s=MANAGER_RESTART_WAIT_S if restarting else 0.0)
+        self.upgraded_from = old.version
+        log.warning("memnestd upgraded from %s to %s (pid %d)", old.version, status.version,
+                    status.pid)
+        return status
 
     # -- calls ---------------------------------------------------------------------------
 
@@ -147,6 +298,20 @@ class DaemonClient:
 
     def shutdown(self, reason: str) -> None:
         self._connect().Shutdown(pb.ShutdownRequest(reason=reason), timeout=10)
+
+    def wait_stopped(self, pid: int, timeout: float = DRAIN_WAIT_S) -> bool:
+        """Wait until the daemon `pid` has drained and exited. The socket file is no sign: a
+        systemd socket unit keeps it after the daemon exits."""
+        self.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._lock_free():
+                return True
+            status = self._probe(timeout=1.0)
+            if status is not None and status.pid != pid:
+                return True  # a successor already runs (socket activation)
+            time.sleep(0.1)
+        return False
 
     def _with_restart(self, call):
         """Run `call`; if the daemon is gone (crashed, killed, never started), start it and

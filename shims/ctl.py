@@ -6,7 +6,6 @@ line on stderr saying why.
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 from memnest_proto.version import VERSION
@@ -105,11 +104,7 @@ def cmd_stop(args) -> None:
         return
     pid = client.status().pid
     client.shutdown("memnest-ctl stop")
-    client.close()
-    deadline = time.monotonic() + 40
-    while time.monotonic() < deadline and client.socket_path.exists():
-        time.sleep(0.1)
-    if client.socket_path.exists():
+    if not client.wait_stopped(pid, timeout=40):
         raise Failure(f"memnestd (pid {pid}) did not stop within 40s")
     if args.json:
         _print_json({"stopped": True, "pid": pid})
