@@ -158,6 +158,137 @@ def cmd_search(args) -> None:
         print(f"{r['id']:>6}  {r['score']:.3f}  {r['content']}{tags}")
 
 
+# -- service, config, logs, doctor (the work is in service.py, client_config.py, doctor.py) ------
+
+def cmd_service(args) -> None:
+    from . import service
+    lines: list[str] = []
+    report = service.Report(out=(lines.append if args.json else print))
+    try:
+        if args.action == "install":
+            result = service.install(dry_run=args.dry_run, model=args.model, report=report)
+        elif args.action == "uninstall":
+            result = service.uninstall(dry_run=args.dry_run, report=report)
+        else:
+            result = service.status()
+            if not args.json:
+                _print_service_status(result)
+    except service.ServiceError as exc:
+        raise Failure(str(exc)) from None
+    if args.json:
+        _print_json({**result, "steps": report.steps})
+
+
+def _print_service_status(facts: dict) -> None:
+    manager = facts["manager"]
+    if facts["manager_running"]:
+        print(f"manager  {manager} (running)")
+    else:
+        print(f"manager  {manager}: {facts['manager_note']}")
+    for path, present in facts["files"].items():
+        print(f"file     {path}: {'installed' if present else 'absent'}")
+    if facts.get("up_to_date") is False:
+        print("         (differs from what `memnest-ctl service install` would write now)")
+    for unit, state in (facts.get("units") or {}).items():
+        print(f"unit     {unit}: {state['enabled']}, {state['active']}")
+    daemon = facts["daemon"]
+    if daemon is None:
+        print(f"daemon   not answering on {facts['socket']}")
+    else:
+        run_by = f", {daemon['run_by']}" if "run_by" in daemon else ""
+        print(f"daemon   memnestd {daemon['version']} pid {daemon['pid']}{run_by}")
+    if not facts["installed"]:
+        print("memnestd is not installed as a service: editors start it on demand"
+              + ("" if not facts["manager_running"] else
+                 "; `memnest-ctl service install` keeps it running"))
+
+
+def cmd_config(args) -> None:
+    from . import client_config as cc
+    workspace = Path(args.workspace).expanduser().resolve() if args.workspace else \
+        Path.cwd().resolve()
+    path = Path(args.file).expanduser().absolute() if args.file else None
+    try:
+        if args.check:
+            findings = cc.check(args.client, workspace, path, args.name, args.model)
+            if args.json:
+                _print_json([f.__dict__ for f in findings])
+            else:
+                for f in findings:
+                    print(f"{'ok  ' if f.ok else 'FAIL'}  {f.name}: {f.detail}"
+                          + (f" — fix: {f.fix}" if not f.ok and f.fix else ""))
+            if not all(f.ok for f in findings):
+                raise SystemExit(1)
+            return
+        plan = cc.plan(args.client, workspace, path, args.name, args.model)
+        if args.print_only:
+            print(plan.text(), end="")
+            return
+        backup = cc.apply(plan)
+    except cc.ConfigError as exc:
+        raise Failure(str(exc)) from None
+    facts = {"client": args.client, "file": str(plan.path), "changed": plan.changed,
+             "created": not plan.exists, "backup": str(backup) if backup else None,
+             "entry": plan.entry, "other_servers": plan.others,
+             "model_source": plan.model_source, "comments_dropped": plan.lenient and plan.changed}
+    if args.json:
+        _print_json(facts)
+        return
+    if not plan.changed:
+        print(f"{plan.path} already has this memnest entry; nothing to change")
+    else:
+        verb = "created" if not plan.exists else "updated"
+        kept = f"; kept {len(plan.others)} other server(s): {', '.join(plan.others)}" \
+            if plan.others else ""
+        print(f"{verb} {plan.path}{kept}")
+        if backup:
+            print(f"backup   {backup}")
+        if plan.lenient:
+            print("note     the file had comments or trailing commas, which JSON cannot keep; "
+                  "the backup has them")
+    env = plan.entry.get("env", {})
+    print(f"command  {plan.entry['command']}")
+    for key, value in env.items():
+        print(f"env      {key}={value}")
+    if "MEMORY_EMBEDDING_MODEL" not in env:
+        print(f"model    default ({cc.DEFAULT_MODEL}), from {plan.model_source}")
+    else:
+        print(f"model    from {plan.model_source}")
+    print(f"next     {plan.client.reload_hint}")
+
+
+def cmd_logs(args) -> None:
+    from . import doctor
+    path = doctor.log_path()
+    if not path.exists():
+        raise Failure(f"no log at {path} yet: memnestd has not run with this MEMNEST_LOG_FILE")
+    if args.json:
+        if args.follow:
+            raise Failure("--json prints the last lines once; drop -f to use it")
+        _print_json({"log": str(path), "lines": doctor.tail(path, args.lines)})
+        return
+    for line in doctor.tail(path, args.lines):
+        print(line)
+    if args.follow:
+        sys.stdout.flush()
+        try:
+            doctor.follow(path, lambda text: (sys.stdout.write(text), sys.stdout.flush()))
+        except KeyboardInterrupt:
+            return
+
+
+def cmd_doctor(args) -> None:
+    from . import doctor
+    findings = doctor.run_checks()
+    if args.json:
+        _print_json([f.as_dict() for f in findings])
+    else:
+        for f in findings:
+            print(f.line())
+    if not all(f.ok for f in findings):
+        raise SystemExit(1)
+
+
 def _workspaces_for(args, client: DaemonClient) -> list[str]:
     if not args.all:
         return [_workspace(args)]
@@ -254,6 +385,37 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--global", dest="global_search", action="store_true",
                         help="search every workspace in the database")
     search.set_defaults(run=cmd_search)
+
+    svc = sub.add_parser("service", parents=[common],
+                         help="run memnestd under systemd (Linux) or launchd (macOS)")
+    svc.add_argument("action", choices=["install", "uninstall", "status"])
+    svc.add_argument("--dry-run", action="store_true",
+                     help="print the files and commands without acting")
+    svc.add_argument("--model", help="embedding model for the service (default: the running "
+                     "daemon's, else $MEMORY_EMBEDDING_MODEL, else the default)")
+    svc.set_defaults(run=cmd_service)
+
+    from .client_config import CLIENTS
+    config = sub.add_parser("config", parents=[common],
+                            help="add memnest to an MCP client's config file")
+    config.add_argument("client", choices=list(CLIENTS))
+    mode = config.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="verify the entry, change nothing")
+    mode.add_argument("--print", dest="print_only", action="store_true",
+                      help="print the merged file instead of writing it")
+    config.add_argument("--workspace", metavar="DIR",
+                        help="the project to configure and pin (default: the current directory)")
+    config.add_argument("--file", metavar="PATH", help="another config file to merge into")
+    config.add_argument("--name", default="memnest", help="server name (default: memnest)")
+    config.add_argument("--model", help="embedding model for the entry (default: the running "
+                        "daemon's, else $MEMORY_EMBEDDING_MODEL, else the default)")
+    config.set_defaults(run=cmd_config)
+
+    logs = sub.add_parser("logs", parents=[common], help="show the daemon's log")
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
+    logs.add_argument("-n", "--lines", type=int, default=50, help="lines to show (default 50)")
+    logs.set_defaults(run=cmd_logs)
+
     for name, run, text in (("dream", cmd_dream, "consolidate memory (memory_dream)"),
                             ("reindex", cmd_reindex, "rebuild the search indexes")):
         cmd = sub.add_parser(name, parents=[scoped], help=text)
@@ -264,6 +426,10 @@ def build_parser() -> argparse.ArgumentParser:
                              help="report what it would do; change nothing")
             cmd.add_argument("--force", action="store_true", help="run despite the gates")
         cmd.set_defaults(run=run)
+
+    sub.add_parser("doctor", parents=[common],
+                   help="check socket, daemon, versions, model, databases, service"
+                   ).set_defaults(run=cmd_doctor)
     return parser
 
 

@@ -1,5 +1,5 @@
-"""memnestd under a service manager: socket activation exactly as systemd does it, and the idle
-exit of on-demand daemons."""
+"""memnestd under a service manager: socket activation exactly as systemd does it, the idle exit
+of on-demand daemons, the systemd units and the launchd plist, and `memnest-ctl service`."""
 import os
 import signal
 import socket
@@ -191,6 +191,443 @@ def test_daemons_not_started_on_demand_never_exit_when_idle(fresh_daemon):
     fresh_daemon.start("--service")
     time.sleep(3)
     assert fresh_daemon.proc.poll() is None
+
+
+# -- the unit files and the plist ------------------------------------------------------------------
+
+import plistlib  # noqa: E402
+import re  # noqa: E402
+import shutil  # noqa: E402
+
+from memnest_shims import service  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+PLACEHOLDER = re.compile(r"@[A-Z_]+@")
+
+
+@pytest.fixture(scope="session")
+def systemd_analyze() -> str:
+    """systemd-analyze, installed from Debian's `systemd` package when missing and we are root
+    (CI runs as root on a fresh machine); otherwise the test says why it cannot run."""
+    found = shutil.which("systemd-analyze")
+    if found:
+        return found
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        pytest.skip("systemd-analyze is not installed and this is not a root Debian/Ubuntu "
+                    "machine where the test could install it (apt-get install systemd)")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, timeout=600)
+    done = subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends",
+                           "systemd"], env=env, capture_output=True, text=True, timeout=900)
+    found = shutil.which("systemd-analyze")
+    if not found:
+        pytest.fail(f"apt-get install systemd did not provide systemd-analyze: "
+                    f"{done.stderr[-2000:]}")
+    return found
+
+
+def setup_for(tmp_path: Path, **env) -> service.Setup:
+    return service.Setup(command=[str(BIN / "memnestd")],
+                         socket=tmp_path / "run dir" / "memnestd.sock",
+                         env={"MEMORY_EMBEDDING_MODEL": "memnest/all-MiniLM-L6-v2-int8", **env},
+                         log_dir=tmp_path / "logs")
+
+
+def test_unit_files_pass_systemd_analyze_verify(systemd_analyze, tmp_path):
+    units = tmp_path / "units"
+    units.mkdir()
+    rendered = service.render_systemd(setup_for(tmp_path, MEMORY_FUSION="rrf 100%"))
+    for name, text in rendered.items():
+        assert not PLACEHOLDER.search(text), f"{name} keeps a placeholder"
+        (units / name).write_text(text)
+    runtime = tmp_path / "xdg-runtime"
+    runtime.mkdir(mode=0o700)
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime), "HOME": str(tmp_path),
+           "SYSTEMD_LOG_COLOR": "0"}
+    verify = subprocess.run([systemd_analyze, "--user", "verify",
+                             str(units / service.SOCKET_UNIT), str(units / service.SERVICE_UNIT)],
+                            env=env, capture_output=True, text=True, timeout=120)
+    # verify exits 0 even for settings it ignores: any message at all is a finding.
+    assert verify.returncode == 0 and not (verify.stdout + verify.stderr).strip(), \
+        verify.stdout + verify.stderr
+    service_text = rendered[service.SERVICE_UNIT]
+    assert f'ExecStart="{BIN / "memnestd"}" "--service" "--socket" ' in service_text
+    assert 'Environment="MEMORY_FUSION=rrf 100%%"' in service_text  # % escaped for systemd
+    assert f"ListenStream={tmp_path / 'run dir' / 'memnestd.sock'}" in \
+        rendered[service.SOCKET_UNIT]
+
+
+def test_systemd_analyze_catches_a_missing_executable(systemd_analyze, tmp_path):
+    """The verification above has teeth: a unit naming a memnestd that does not exist fails."""
+    units = tmp_path / "units"
+    units.mkdir()
+    setup = setup_for(tmp_path)
+    setup.command = [str(tmp_path / "no-such" / "memnestd")]
+    for name, text in service.render_systemd(setup).items():
+        (units / name).write_text(text)
+    runtime = tmp_path / "xdg-runtime"
+    runtime.mkdir(mode=0o700)
+    verify = subprocess.run([systemd_analyze, "--user", "verify",
+                             str(units / service.SERVICE_UNIT)],
+                            env={**os.environ, "XDG_RUNTIME_DIR": str(runtime),
+                                 "HOME": str(tmp_path)},
+                            capture_output=True, text=True, timeout=120)
+    assert verify.returncode != 0 or "not executable" in verify.stderr
+
+
+def test_launchd_plist_parses_and_names_existing_paths(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    setup = setup_for(tmp_path)
+    setup.log_dir.mkdir()  # install creates it before loading the plist
+    setup.socket.parent.mkdir()
+    plist = plistlib.loads(service.render_launchd(setup))
+    assert plist["Label"] == service.LABEL
+    assert plist["RunAtLoad"] is True
+    assert plist["KeepAlive"] == {"SuccessfulExit": False, "Crashed": True}
+    program = Path(plist["ProgramArguments"][0])
+    assert program.is_absolute() and program.is_file() and os.access(program, os.X_OK)
+    assert plist["ProgramArguments"][1:] == ["--service", "--socket", str(setup.socket)]
+    assert Path(plist["WorkingDirectory"]).is_dir()
+    for key in ("StandardOutPath", "StandardErrorPath"):
+        assert Path(plist[key]).parent == setup.log_dir and setup.log_dir.is_dir()
+    assert Path(plist["ProgramArguments"][3]).parent.is_dir()
+    assert plist["EnvironmentVariables"] == setup.env
+    assert not PLACEHOLDER.search(plistlib.dumps(plist).decode())
+
+
+def test_templates_in_the_repository_are_what_install_uses():
+    assert service.SYSTEMD_TEMPLATES == ROOT / "systemd"
+    assert service.LAUNCHD_TEMPLATES == ROOT / "launchd"
+    for path in (ROOT / "systemd" / "memnestd.service", ROOT / "systemd" / "memnestd.socket",
+                 ROOT / "launchd" / f"{service.LABEL}.plist"):
+        assert path.is_file()
+    plistlib.loads((ROOT / "launchd" / f"{service.LABEL}.plist").read_bytes())
+
+
+def test_python_dash_m_fallback_renders_every_word(tmp_path):
+    setup = setup_for(tmp_path)
+    setup.command = [sys.executable, "-m", "memnest_daemon"]
+    text = service.render_systemd(setup)[service.SERVICE_UNIT]
+    assert f'ExecStart="{sys.executable}" "-m" "memnest_daemon" "--service"' in text
+    plist = plistlib.loads(service.render_launchd(setup))
+    assert plist["ProgramArguments"][:4] == [sys.executable, "-m", "memnest_daemon", "--service"]
+
+
+# -- memnest-ctl service -----------------------------------------------------------------------------
+
+import shlex  # noqa: E402
+import subprocess as sp  # noqa: E402
+
+CTL = BIN / "memnest-ctl"
+
+
+class FakeSystemd:
+    """Stands in for `systemctl --user` where no user manager runs (as here and in CI): it
+    records each command and does what systemd would with the installed units: binds the
+    socket unit's ListenStream= and starts the service's ExecStart= with Environment= and
+    the socket as fd 3 (socket activation)."""
+
+    def __init__(self, home: Path):
+        self.home = home
+        self.calls: list[list[str]] = []
+        self.unit: SocketUnit | None = None
+        self.proc: subprocess.Popen | None = None
+
+    def __call__(self, cmd: list[str], timeout: float = 60) -> sp.CompletedProcess:
+        self.calls.append(cmd)
+        assert cmd[:2] == ["systemctl", "--user"], cmd
+        verb, out = cmd[2], ""
+        if verb == "enable" and "--now" in cmd:
+            if self.proc is None or self.proc.poll() is not None:
+                self._stop()
+                self._start()
+        elif verb == "restart":
+            self._stop()
+            self._start()
+        elif verb == "disable" and "--now" in cmd:
+            self._stop()
+        elif verb == "is-enabled":
+            out = "enabled" if self.unit else "disabled"
+        elif verb == "is-active":
+            out = "active" if self.unit else "inactive"
+        elif verb == "show":
+            out = str(self.proc.pid if self.proc and self.proc.poll() is None else 0)
+        return sp.CompletedProcess(cmd, 0, out + "\n", "")
+
+    def _units(self) -> tuple[str, str]:
+        folder = self.home / ".config" / "systemd" / "user"
+        return ((folder / service.SERVICE_UNIT).read_text(),
+                (folder / service.SOCKET_UNIT).read_text())
+
+    def _start(self) -> None:
+        service_text, socket_text = self._units()
+        listen = next(ln.split("=", 1)[1] for ln in socket_text.splitlines()
+                      if ln.startswith("ListenStream="))
+        exec_start = next(ln.split("=", 1)[1] for ln in service_text.splitlines()
+                          if ln.startswith("ExecStart="))
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(self.home)}  # a manager's bare environment
+        for ln in service_text.splitlines():
+            if ln.startswith("Environment="):
+                key, value = shlex.split(ln.split("=", 1)[1].replace("%%", "%"))[0].split("=", 1)
+                env[key] = value
+        argv = shlex.split(exec_start.replace("%%", "%"))
+        path = Path(listen.replace("%%", "%"))
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.unit = SocketUnit(path)
+        fd = self.unit.sock.fileno()
+        self.proc = subprocess.Popen([sys.executable, "-c", ACTIVATE, str(fd), *argv], env=env,
+                                     pass_fds=(fd,), stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+
+    def _stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=60)
+        if self.unit is not None:
+            self.unit.close()
+            self.unit.path.unlink(missing_ok=True)  # RemoveOnStop=yes
+            self.unit = None
+
+
+@pytest.fixture
+def user_env(tmp_path, fresh_daemon, monkeypatch) -> Path:
+    """This process as a user's shell: a temp HOME, the test daemon's socket, log and model."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    for name in ("MEMNEST_SOCKET", "MEMNEST_LOG_FILE", "MEMORY_EMBEDDING_MODEL"):
+        monkeypatch.setenv(name, fresh_daemon.env[name])
+    return home
+
+
+@pytest.fixture
+def fake_systemd(user_env, monkeypatch):
+    fake = FakeSystemd(user_env)
+    monkeypatch.setattr(service, "run", fake)
+    monkeypatch.setattr(service, "platform", lambda: "systemd")
+    monkeypatch.setattr(service.shutil, "which", lambda name: f"/usr/bin/{name}")
+    yield fake
+    fake._stop()
+
+
+def test_install_reports_what_it_did_and_the_service_answers(fake_systemd, fresh_daemon,
+                                                             user_env, workspace):
+    # An editor already started a daemon on demand: install hands the socket to the manager.
+    on_demand = DaemonClient(fresh_daemon.socket, client_name="editor")
+    on_demand.call_tool("memory_store", {"content": "written before the service existed"},
+                        str(workspace))
+    on_demand_pid = on_demand.status().pid
+    on_demand.close()
+
+    lines: list[str] = []
+    result = service.install(report=service.Report(out=lines.append))
+    units = user_env / ".config" / "systemd" / "user"
+    assert result["installed"] is True
+    assert lines[0] == f"wrote {units / service.SERVICE_UNIT}"
+    assert lines[1] == f"wrote {units / service.SOCKET_UNIT}"
+    assert lines[2].startswith(f"stopped the running memnestd (pid {on_demand_pid})")
+    assert lines[3] == "ran: systemctl --user daemon-reload"
+    assert lines[4] == "ran: systemctl --user enable --now memnestd.socket memnestd.service"
+    assert lines[5].startswith("memnestd ") and f"(pid {fake_systemd.proc.pid}," in lines[5]
+    assert len(lines) == 6
+    # The unit carries the real paths and this shell's daemon settings.
+    text = (units / service.SERVICE_UNIT).read_text()
+    assert f'"{BIN / "memnestd"}" "--service" "--socket" "{fresh_daemon.socket}"' in text
+    assert f'Environment="MEMORY_EMBEDDING_MODEL={fresh_daemon.env["MEMORY_EMBEDDING_MODEL"]}"' \
+        in text
+    # The service-managed daemon was socket-activated and serves the old memories.
+    client = fresh_daemon.client(autostart=False)
+    found = client.call_tool("memory_search", {"query": "before the service"}, str(workspace))
+    assert found["results"][0]["content"] == "written before the service existed"
+    assert "(inherited), run by a service manager" in fresh_daemon.log.read_text()
+
+    facts = service.status()
+    assert facts["installed"] and facts["up_to_date"] and facts["manager_running"]
+    assert facts["daemon"]["run_by"] == "service"
+    assert facts["units"][service.SOCKET_UNIT] == {"enabled": "enabled", "active": "active"}
+
+    # Installing again rewrites nothing and still verifies.
+    lines.clear()
+    service.install(report=service.Report(out=lines.append))
+    assert lines[0] == f"unchanged {units / service.SERVICE_UNIT}"
+
+    lines.clear()
+    service.uninstall(report=service.Report(out=lines.append))
+    assert lines == [
+        "ran: systemctl --user disable --now memnestd.service memnestd.socket",
+        f"removed {units / service.SERVICE_UNIT}",
+        f"removed {units / service.SOCKET_UNIT}",
+        "ran: systemctl --user daemon-reload",
+        "memnest-mcp starts memnestd on demand again from now on",
+    ]
+    assert not any(units.iterdir())
+    assert not fresh_daemon.socket.exists()
+
+
+def test_service_managed_daemon_is_restarted_by_its_manager_on_upgrade(fresh_daemon, workspace,
+                                                                      monkeypatch):
+    """An upgrade of a daemon run with --service: it exits 75 (the units restart on it) and
+    the client waits for the manager's new daemon instead of starting its own."""
+    for name in ("MEMNEST_SOCKET", "MEMNEST_LOG_FILE", "MEMORY_EMBEDDING_MODEL"):
+        monkeypatch.setenv(name, fresh_daemon.env[name])
+    old = subprocess.Popen([str(BIN / "memnestd"), "--service"],
+                           env={**fresh_daemon.env, "MEMNEST_TEST_REPORT_VERSION": "0.0.1"},
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    fresh_daemon.proc = old
+    fresh_daemon.wait_ready()
+    restarted = {}
+
+    def manager():  # what Restart=/RestartForceExitStatus=75 or KeepAlive do
+        code = old.wait(timeout=120)
+        restarted["code"] = code
+        restarted["proc"] = subprocess.Popen([str(BIN / "memnestd"), "--service"],
+                                             env=fresh_daemon.env, stdout=subprocess.DEVNULL,
+                                             stderr=subprocess.DEVNULL)
+
+    import threading
+    watcher = threading.Thread(target=manager)
+    watcher.start()
+    client = DaemonClient(fresh_daemon.socket, client_name="memnest-mcp")
+    assert client.call_tool("memory_stats", {}, str(workspace))["memories"] == 0
+    watcher.join(timeout=120)
+    assert restarted["code"] == 75
+    assert client.status().pid == restarted["proc"].pid  # no on-demand daemon of its own
+    assert client.upgraded_from == "0.0.1"
+    fresh_daemon.proc = restarted["proc"]
+
+
+def _cli_env(home: Path, fresh_daemon, tmp_path: Path) -> dict:
+    runtime = tmp_path / "no-user-manager"
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    env = {**fresh_daemon.env, "HOME": str(home), "XDG_RUNTIME_DIR": str(runtime)}
+    for name in ("XDG_CONFIG_HOME", "DBUS_SESSION_BUS_ADDRESS"):
+        env.pop(name, None)
+    return env
+
+
+def test_install_without_a_user_manager_says_so_and_writes_nothing(tmp_path, fresh_daemon):
+    home = tmp_path / "home"
+    home.mkdir()
+    out = sp.run([str(CTL), "service", "install"], env=_cli_env(home, fresh_daemon, tmp_path),
+                 capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("Not installed: ")
+    assert "memnest-mcp starts memnestd on demand" in out.stdout
+    assert not any(home.rglob("*"))
+
+
+def test_dry_run_prints_the_files_and_commands_and_touches_nothing(tmp_path, fresh_daemon):
+    home = tmp_path / "home"
+    home.mkdir()
+    out = sp.run([str(CTL), "service", "install", "--dry-run"],
+                 env=_cli_env(home, fresh_daemon, tmp_path), capture_output=True, text=True,
+                 timeout=60)
+    assert out.returncode == 0, out.stderr
+    units = home / ".config" / "systemd" / "user"
+    assert f"# would write {units / 'memnestd.service'}:" in out.stdout
+    assert f"# would write {units / 'memnestd.socket'}:" in out.stdout
+    assert f"ListenStream={fresh_daemon.socket}" in out.stdout
+    assert f'"{BIN / "memnestd"}" "--service"' in out.stdout
+    assert "would run: systemctl --user daemon-reload" in out.stdout
+    assert "would run: systemctl --user enable --now memnestd.socket memnestd.service" in \
+        out.stdout
+    assert "a real install would do nothing" in out.stdout
+    assert not any(home.rglob("*"))
+    assert fresh_daemon.pids() == []
+
+
+def test_service_status_and_uninstall_when_nothing_is_installed(tmp_path, fresh_daemon):
+    home = tmp_path / "home"
+    home.mkdir()
+    env = _cli_env(home, fresh_daemon, tmp_path)
+    status = sp.run([str(CTL), "service", "status"], env=env, capture_output=True, text=True,
+                    timeout=60)
+    assert status.returncode == 0, status.stderr
+    assert "not installed as a service: editors start it on demand" in status.stdout
+    gone = sp.run([str(CTL), "service", "uninstall"], env=env, capture_output=True, text=True,
+                  timeout=60)
+    assert gone.returncode == 0 and "nothing to do" in gone.stdout
+
+
+# -- logs and doctor -----------------------------------------------------------------------------------
+
+def ctl_run(*args, env: dict, timeout: float = 60) -> sp.CompletedProcess:
+    return sp.run([str(CTL), *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_logs_shows_the_tail_and_follows(fresh_daemon, tmp_path):
+    fresh_daemon.start()
+    env = _cli_env(tmp_path / "home", fresh_daemon, tmp_path)
+    last = fresh_daemon.log.read_text().splitlines()[-2:]
+    out = ctl_run("logs", "-n", "2", env=env)
+    assert out.returncode == 0 and out.stdout.splitlines() == last
+    follower = sp.Popen([str(CTL), "logs", "-f", "-n", "0"], env=env, stdout=sp.PIPE, text=True)
+    try:
+        time.sleep(1.5)
+        with open(fresh_daemon.log, "a") as f:
+            f.write("a line written while following\n")
+        assert follower.stdout.readline() == "a line written while following\n"
+    finally:
+        follower.terminate()
+        follower.wait(timeout=10)
+
+
+def test_logs_without_a_log_says_where_it_looked(tmp_path, fresh_daemon):
+    env = _cli_env(tmp_path / "home", fresh_daemon, tmp_path)
+    out = ctl_run("logs", env=env)
+    assert out.returncode == 1 and str(fresh_daemon.log) in out.stderr
+    assert len(out.stderr.splitlines()) == 1
+
+
+def test_doctor_all_ok_with_a_healthy_daemon(fresh_daemon, tmp_path, workspace):
+    fresh_daemon.start()
+    fresh_daemon.client().call_tool("memory_store", {"content": "doctor checks this database"},
+                                    str(workspace))
+    home = tmp_path / "home"
+    home.mkdir()
+    out = ctl_run("doctor", env=_cli_env(home, fresh_daemon, tmp_path))
+    lines = out.stdout.splitlines()
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert all(ln.startswith("ok  ") for ln in lines), out.stdout
+    names = [ln[6:].split(":")[0] for ln in lines]
+    assert names[:6] == ["socket folder", "socket", "daemon", "versions", "model",
+                         f"database {workspace / '.memnest' / 'memory.lbug'}"]
+    assert names[-3:] == ["log", "memnest-mcp", "service"]
+    assert "indexes healthy" in lines[5]
+    assert "editors start memnestd on demand" in lines[-1]
+
+
+def test_doctor_names_each_failure_and_its_fix(fresh_daemon, tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    env = _cli_env(home, fresh_daemon, tmp_path)
+    out = ctl_run("doctor", env=env)  # no daemon
+    assert out.returncode == 1
+    failed = {ln.split(":")[0][6:]: ln for ln in out.stdout.splitlines()
+              if ln.startswith("FAIL")}
+    assert set(failed) == {"socket", "daemon"}, out.stdout
+    assert "fix: `memnest-ctl start`" in failed["daemon"]
+
+    os.chmod(fresh_daemon.root, 0o755)
+    out = ctl_run("doctor", env=env)
+    line = next(ln for ln in out.stdout.splitlines() if "socket folder" in ln)
+    assert line.startswith("FAIL") and f"fix: chmod 700 {fresh_daemon.root}" in line
+    os.chmod(fresh_daemon.root, 0o700)
+
+    # An older daemon, and a shell that would start another model.
+    fresh_daemon.proc = sp.Popen([str(BIN / "memnestd")],
+                                 env={**fresh_daemon.env, "MEMNEST_TEST_REPORT_VERSION": "0.0.1"},
+                                 stdout=sp.DEVNULL, stderr=sp.DEVNULL)
+    fresh_daemon.wait_ready()
+    out = ctl_run("doctor", "--json", env={**env, "MEMORY_EMBEDDING_MODEL": "BAAI/other"})
+    assert out.returncode == 1
+    import json
+    findings = {f["check"]: f for f in json.loads(out.stdout)}
+    assert not findings["versions"]["ok"] and "older" in findings["versions"]["detail"]
+    assert not findings["model"]["ok"] and "BAAI/other" in findings["model"]["detail"]
+    assert findings["daemon"]["ok"] and findings["socket"]["ok"]
+    assert fresh_daemon.proc.poll() is None  # doctor never upgrades or starts anything
 
 
 def test_a_daemon_whose_stderr_nobody_reads_keeps_serving(fresh_daemon, workspace):
