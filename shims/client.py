@@ -94,7 +94,23 @@ class DaemonClient:
                          ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                          ("grpc.enable_retries", 0)])
             self._stub = pb_grpc.MemnestStub(self._channel)
+            self._channel.subscribe(self._watch(self._channel))
         return self._stub
+
+    def _watch(self, channel: grpc.Channel):
+        """When a connection that was up goes down (the daemon exited, was replaced by an
+        upgrade, or the channel idled), the next call checks the daemon's version again:
+        gRPC reconnects by itself, possibly to another daemon."""
+        seen_ready = False
+
+        def on_state(state: grpc.ChannelConnectivity) -> None:
+            nonlocal seen_ready
+            if state == grpc.ChannelConnectivity.READY:
+                seen_ready = True
+            elif seen_ready and channel is self._channel:
+                self._checked_pid = None
+                seen_ready = False
+        return on_state
 
     def close(self) -> None:
         if self._channel is not None:

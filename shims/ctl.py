@@ -207,6 +207,8 @@ def cmd_config(args) -> None:
     from . import client_config as cc
     workspace = Path(args.workspace).expanduser().resolve() if args.workspace else \
         Path.cwd().resolve()
+    if not workspace.is_dir():
+        raise Failure(f"{workspace} is not a directory: give the project with --workspace DIR")
     path = Path(args.file).expanduser().absolute() if args.file else None
     try:
         if args.check:

@@ -216,3 +216,9 @@ def test_config_rejects_unknown_clients(workspace, env):
 def test_nothing_written_outside_the_temp_home(home):
     assert Path(os.environ["HOME"]) == home
     assert cc.claude_desktop_config().is_relative_to(home)
+
+
+def test_a_workspace_that_is_not_a_directory_is_refused(tmp_path, env):
+    out = ctl("config", "cursor", "--workspace", str(tmp_path / "nope"), env=env, cwd=tmp_path)
+    assert out.returncode == 1 and "is not a directory" in out.stderr
+    assert not (tmp_path / "nope").exists()

@@ -151,3 +151,20 @@ def test_concurrent_upgraders_start_exactly_one_daemon(fresh_daemon, workspace):
     assert old_proc.wait(timeout=60) == 0
     assert len(fresh_daemon.pids()) == 1
     assert fresh_daemon.client().status().version == VERSION
+
+
+def test_a_client_that_outlives_its_daemon_checks_the_next_one(fresh_daemon, workspace):
+    """gRPC reconnects by itself; the client must still learn which daemon it now talks to."""
+    fresh_daemon.start()
+    client = DaemonClient(fresh_daemon.socket, client_name="memnest-mcp")
+    client.call_tool("memory_stats", {}, str(workspace))
+    first = client._checked_pid
+    assert first == fresh_daemon.proc.pid
+    fresh_daemon.stop()
+    fresh_daemon.start()  # replaced behind the client's back
+    deadline = time.monotonic() + 10
+    while client._checked_pid is not None and time.monotonic() < deadline:
+        time.sleep(0.05)  # the channel notices the connection went away
+    assert client._checked_pid is None, "the client did not notice its daemon went away"
+    client.call_tool("memory_stats", {}, str(workspace))
+    assert client._checked_pid == fresh_daemon.proc.pid != first
