@@ -21,6 +21,7 @@ class Item:
     created_at: datetime | None = None
     updated_at: datetime | None = None
     access_count: int = 0
+    accessed_at: datetime | None = None
 
 
 @dataclass
@@ -44,8 +45,13 @@ class Outcome:
         return out
 
 
-def ingest(store, workspace: str, items: list[Item], vectors, settings) -> list[Outcome]:
-    """Add `items` (with their embeddings) to `store` in one transaction. Write lock held."""
+def ingest(store, workspace: str, items: list[Item], vectors, settings,
+           merge_into: set[int] | None = None) -> list[Outcome]:
+    """Add `items` (with their embeddings) to `store` in one transaction. Write lock held.
+
+    `merge_into`, when given, limits semantic merging to those existing memories, and items of
+    the batch are not merged with each other (memory_import: the memories of one export are
+    already distinct, and are compared only with what the workspace held before)."""
     now = utcnow()
     allowed = workspace_ids(store, workspace)
     outcomes: list[Outcome] = []
@@ -68,7 +74,8 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings) -> list[
             target.importance = min(5, target.importance + 1)
             outcomes.append(Outcome("duplicate", target))
             continue
-        candidate, similarity = _merge_candidate(store, allowed, new, item, vector, settings)
+        candidate, similarity = _merge_candidate(store, allowed, new, item, vector, settings,
+                                                 merge_into)
         if candidate is not None:
             target = current(candidate.id)
             if len(item.content) > len(target.content):  # keep the fuller wording
@@ -86,7 +93,7 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings) -> list[
                    category=item.category, tags=list(item.tags), importance=item.importance,
                    access_count=item.access_count, workspace=workspace,
                    created_at=item.created_at or now, updated_at=item.updated_at or now,
-                   embedding_model=store.model)
+                   accessed_at=item.accessed_at, embedding_model=store.model)
         new[m.id] = (m, vector)
         outcomes.append(Outcome("stored", m))
 
@@ -109,12 +116,15 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings) -> list[
     return outcomes
 
 
-def _merge_candidate(store, allowed, new, item: Item, vector, settings):
+def _merge_candidate(store, allowed, new, item: Item, vector, settings, merge_into=None):
     """The memory (existing, or earlier in this batch) this item should merge into, if any:
     same category, cosine at or above the dedup threshold, tags overlapping enough, and no
     value that differs between the two."""
-    candidates = [(store.catalog[i], s) for i, s in store.vectors.search(vector, allowed, 5)]
-    candidates += [(m, float(np.dot(v, vector))) for m, v in new.values()]
+    pool = allowed if merge_into is None else \
+        merge_into if allowed is None else merge_into & allowed
+    candidates = [(store.catalog[i], s) for i, s in store.vectors.search(vector, pool, 5)]
+    if merge_into is None:
+        candidates += [(m, float(np.dot(v, vector))) for m, v in new.values()]
     for m, similarity in sorted(candidates, key=lambda c: -c[1]):
         if similarity < settings.dedup_threshold:
             break

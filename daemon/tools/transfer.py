@@ -1,0 +1,420 @@
+"""memory_export and memory_import: a workspace's memories, relations and keep-separate verdicts
+as one portable JSON file, and back.
+
+The file (format "memnest-export", version 1) names memories by an export key ("m<id>" of the
+exporting database) rather than by id, so an import can give them whatever ids the receiving
+database has free and rewire the relations and verdicts to those. Embeddings are not written:
+they belong to one model, would multiply the size of the file many times over, and an import
+must not trust vectors that need not match their text; the importing daemon embeds the text
+with its own model.
+"""
+import json
+from datetime import datetime, timezone
+
+from memnest_proto.version import VERSION
+
+from ..database import RELATION_TYPES
+from ..errors import invalid
+from ..graph import pair
+from ..ingest import Item, ingest
+from ..records import CATEGORIES, content_hash, normalise_tags, utcnow
+from ..safe_files import read_file, write_file
+from ..values import disagree, tag_overlap
+from .common import embed_with_progress
+from .registry import StrictValidator, ToolContext, tool
+
+FORMAT = "memnest-export"
+VERSION_1 = 1
+SIGNATURE = b'{\n "format": "memnest-export"'  # how a file we may overwrite starts
+MAX_IMPORT_BYTES = 64 * 1024 * 1024
+MAX_IMPORT_MEMORIES = 100_000
+IMPORT_CHUNK = 200  # memories per write-lock hold, so other callers get a turn
+DEFAULT_DIR = ".memnest/exports"
+PATH = {"type": "string", "minLength": 1, "maxLength": 4096}
+
+
+def _time(ts: datetime | None) -> str | None:
+    return None if ts is None else ts.isoformat() + "Z"
+
+
+# -- memory_export ---------------------------------------------------------------------------
+
+@tool("memory_export",
+      "Write this workspace's memories, their links and keep-separate verdicts to a portable "
+      "JSON file (a backup, or to move them to another project with memory_import). `path` "
+      "is taken from the workspace (default .memnest/exports/memories-<time>.json); an "
+      "absolute path may point elsewhere. Workspace paths are left out unless "
+      "include_workspace_paths is true.",
+      {"type": "object",
+       "properties": {
+           "path": {**PATH, "description": "File to write: relative to the workspace (may not "
+                                           "leave it), or absolute."},
+           "include_workspace_paths": {"type": "boolean",
+                                       "description": "Record the workspace's absolute path "
+                                                      "in the file (default false)."},
+       },
+       "additionalProperties": False})
+def memory_export(ctx: ToolContext, args: dict) -> dict:
+    store = ctx.store
+    with_paths = args.get("include_workspace_paths", False)
+    with store.reading():
+        memories = sorted(store.in_scope(ctx.workspace), key=lambda m: m.id)
+        ids = {m.id for m in memories}
+        edges = sorted(e for e in store.graph.edges if e[1] in ids and e[2] in ids)
+        verdicts = sorted(p for p in store.graph.separate if p[0] in ids and p[1] in ids)
+        model = store.model
+        rows = []
+        for m in memories:
+            row = {"key": f"m{m.id}", "content": m.content, "category": m.category,
+                   "tags": list(m.tags), "importance": m.importance,
+                   "access_count": m.access_count, "created_at": _time(m.created_at),
+                   "updated_at": _time(m.updated_at), "accessed_at": _time(m.accessed_at),
+                   "embedding_model": m.embedding_model or model}
+            if with_paths:
+                row["workspace"] = m.workspace
+            rows.append(row)
+    doc = {"format": FORMAT, "version": VERSION_1, "exported_at": _time(utcnow()),
+           "generator": f"memnest {VERSION}", "embedding_model": model}
+    if with_paths:
+        doc["workspace"] = ctx.workspace
+    doc["counts"] = {"memories": len(rows), "edges": len(edges), "keep_separate": len(verdicts)}
+    doc["memories"] = rows
+    doc["edges"] = [{"type": rel, "from": f"m{a}", "to": f"m{b}"} for rel, a, b in edges]
+    doc["keep_separate"] = [[f"m{a}", f"m{b}"] for a, b in verdicts]
+    data = (json.dumps(doc, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+    assert data.startswith(SIGNATURE)
+    default = f"{DEFAULT_DIR}/memories-{datetime.now(timezone.utc):%Y%m%d-%H%M%S-%f}.json"
+    path = write_file(ctx.workspace, args.get("path"), default, data, SIGNATURE,
+                      "memory export")
+    return {"path": path, "format": FORMAT, "version": VERSION_1, **doc["counts"],
+            "bytes": len(data), "includes_workspace_paths": with_paths}
+
+
+# -- reading and checking a file -------------------------------------------------------------
+
+_KEY = {"type": "string", "minLength": 1, "maxLength": 100}
+_STAMP = {"type": ["string", "null"], "maxLength": 64}
+_FILE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "format": {"const": FORMAT},
+        "version": {"type": "integer"},
+        "exported_at": _STAMP,
+        "generator": {"type": "string", "maxLength": 200},
+        "embedding_model": {"type": "string", "maxLength": 200},
+        "workspace": {"type": "string", "maxLength": 4096},
+        "counts": {"type": "object",
+                   "properties": {k: {"type": "integer", "minimum": 0}
+                                  for k in ("memories", "edges", "keep_separate")},
+                   "additionalProperties": False},
+        "memories": {
+            "type": "array", "maxItems": MAX_IMPORT_MEMORIES,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "key": _KEY,
+                    "content": {"type": "string", "minLength": 1},
+                    "category": {"enum": list(CATEGORIES)},
+                    "tags": {"type": "array", "maxItems": 50,
+                             "items": {"type": "string", "minLength": 1, "maxLength": 100}},
+                    "importance": {"type": "integer", "minimum": 1, "maximum": 5},
+                    "access_count": {"type": "integer", "minimum": 0, "maximum": 2**62},
+                    "created_at": _STAMP, "updated_at": _STAMP, "accessed_at": _STAMP,
+                    "embedding_model": {"type": "string", "maxLength": 200},
+                    "workspace": {"type": "string", "maxLength": 4096},
+                },
+                "required": ["key", "content"],
+                "additionalProperties": False,
+            },
+        },
+        "edges": {
+            "type": "array",
+            "items": {"type": "object",
+                      "properties": {"type": {"enum": list(RELATION_TYPES)},
+                                     "from": _KEY, "to": _KEY},
+                      "required": ["type", "from", "to"], "additionalProperties": False},
+        },
+        "keep_separate": {
+            "type": "array",
+            "items": {"type": "array", "items": _KEY, "minItems": 2, "maxItems": 2},
+        },
+    },
+    "required": ["format", "version", "memories"],
+    "additionalProperties": False,
+}
+_VALIDATOR = StrictValidator(_FILE_SCHEMA)
+
+
+class _Parsed:
+    def __init__(self, items: list[Item], keys: list[str], edges: list, verdicts: list,
+                 model: str | None):
+        self.items, self.keys, self.edges, self.verdicts, self.model = \
+            items, keys, edges, verdicts, model
+
+
+def _reject_duplicate_keys(pairs):
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {key!r} appears twice in one object")
+        out[key] = value
+    return out
+
+
+def _reject_constant(name):
+    raise ValueError(f"{name} is not valid JSON")
+
+
+class _Bad(ValueError):
+    """What is wrong with an export file, and where."""
+
+
+def _parse_time(value: str | None, where: str) -> datetime | None:
+    if value is None:
+        return None
+    text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
+    try:
+        ts = datetime.fromisoformat(text)
+    except ValueError:
+        raise _Bad(f"{where}: {value!r} is not an ISO 8601 time") from None
+    if ts.tzinfo is not None:
+        ts = ts.astimezone(timezone.utc).replace(tzinfo=None)
+    return ts
+
+
+def _text_ok(value: str, where: str) -> None:
+    if "\x00" in value:
+        raise _Bad(f"{where}: contains a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _Bad(f"{where}: contains an unpaired UTF-16 surrogate") from None
+
+
+def parse_export(data: bytes, shown: str, settings) -> _Parsed:
+    """Check every part of the file before anything is written; errors name the file and
+    the place in it."""
+    try:
+        return _parse(data, settings)
+    except _Bad as exc:
+        raise invalid(f"{shown} is not a usable memnest export: {exc}") from None
+
+
+def _parse(data: bytes, settings) -> _Parsed:
+    bad = _Bad
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise bad(f"not UTF-8 text (byte {exc.start})") from None
+    try:
+        doc = json.loads(text, object_pairs_hook=_reject_duplicate_keys,
+                         parse_constant=_reject_constant)
+    except RecursionError:
+        raise bad("nested too deeply") from None
+    except ValueError as exc:
+        raise bad(f"not valid JSON: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise bad(f'no "format": "{FORMAT}" field at the top; was it written by '
+                  "memory_export?")
+    version = doc.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise bad('"version" must be an integer')
+    if version != VERSION_1:
+        newer = " (written by a newer memnest; upgrade this one)" if version > VERSION_1 else ""
+        raise bad(f"version {version} is not supported{newer}; this memnest reads version "
+                  f"{VERSION_1}")
+    errors = sorted(_VALIDATOR.iter_errors(doc), key=lambda e: list(e.absolute_path))
+    if errors:
+        described = []
+        for e in errors[:3]:
+            where = ".".join(str(p) for p in e.absolute_path) or "top level"
+            message = e.message if len(e.message) < 200 else e.message[:200] + "…"
+            described.append(f"{where}: {message}")
+        raise bad("; ".join(described))
+
+    items, keys, index = [], [], {}
+    for n, row in enumerate(doc["memories"]):
+        where = f"memories.{n}"
+        key = row["key"]
+        if key in index:
+            raise bad(f"{where}: key {key!r} is used twice (memories.{index[key]})")
+        index[key] = n
+        keys.append(key)
+        for field in ("content", "key", "embedding_model", "workspace"):
+            if field in row:
+                _text_ok(row[field], f"{where}.{field}")
+        for t in row.get("tags", ()):
+            _text_ok(t, f"{where}.tags")
+        content = row["content"].strip()
+        if not content:
+            raise bad(f"{where}.content: empty or only whitespace")
+        if len(content) > settings.max_store_chars:
+            raise bad(f"{where}.content: {len(content)} characters, over the limit of "
+                      f"{settings.max_store_chars} (MEMORY_MAX_STORE_CHARS)")
+        items.append(Item(
+            content=content, category=row.get("category", "general"),
+            tags=normalise_tags(row.get("tags")), importance=row.get("importance", 3),
+            created_at=_parse_time(row.get("created_at"), f"{where}.created_at"),
+            updated_at=_parse_time(row.get("updated_at"), f"{where}.updated_at"),
+            access_count=row.get("access_count", 0),
+            accessed_at=_parse_time(row.get("accessed_at"), f"{where}.accessed_at")))
+
+    def known(key: str, where: str) -> int:
+        if key not in index:
+            raise bad(f"{where}: no memory with key {key!r} in this file")
+        return index[key]
+
+    edges = []
+    for n, e in enumerate(doc.get("edges", ())):
+        a, b = known(e["from"], f"edges.{n}.from"), known(e["to"], f"edges.{n}.to")
+        if a == b:
+            raise bad(f"edges.{n}: memory {e['from']!r} is related to itself")
+        edges.append((e["type"], a, b))
+    verdicts = []
+    for n, (x, y) in enumerate(doc.get("keep_separate", ())):
+        a, b = known(x, f"keep_separate.{n}"), known(y, f"keep_separate.{n}")
+        if a == b:
+            raise bad(f"keep_separate.{n}: a pair of one memory ({x!r})")
+        verdicts.append((a, b))
+    counts = doc.get("counts")
+    if counts is not None:
+        found = {"memories": len(items), "edges": len(edges), "keep_separate": len(verdicts)}
+        for name, expected in counts.items():
+            if expected != found[name]:
+                raise bad(f"counts.{name} says {expected} but the file holds {found[name]}; "
+                          "it was cut short or edited")
+    return _Parsed(items, keys, edges, verdicts, doc.get("embedding_model"))
+
+
+# -- memory_import ---------------------------------------------------------------------------
+
+@tool("memory_import",
+      "Load a file written by memory_export into this workspace: memories get new ids, links "
+      "and keep-separate verdicts are rewired to them, and the usual dedup applies (text "
+      "already here is not stored twice; a close match merges). Importing the same file "
+      "again changes nothing. `path` is taken from the workspace unless absolute.",
+      {"type": "object",
+       "properties": {"path": {**PATH, "description": "The export file: relative to the "
+                                                      "workspace (may not leave it), or "
+                                                      "absolute."}},
+       "required": ["path"], "additionalProperties": False},
+      idempotent=True, long_running=True)
+def memory_import(ctx: ToolContext, args: dict) -> dict:
+    data, shown = read_file(ctx.workspace, args["path"], MAX_IMPORT_BYTES)
+    parsed = parse_export(data, shown, ctx.settings)
+    del data
+    items, workspace, settings = parsed.items, ctx.workspace, ctx.settings
+    store = ctx.store
+
+    # Text already here verbatim needs no embedding; the rest is embedded outside the lock.
+    with store.reading():
+        present = {n for n, item in enumerate(items)
+                   if store.find_hash(workspace, content_hash(item.content)) is not None}
+    todo = [n for n in range(len(items)) if n not in present]
+    vectors = dict(zip(todo, embed_with_progress(ctx, [items[n].content for n in todo])))
+
+    target: list[int | None] = [None] * len(items)
+    counts = {"stored": 0, "duplicate": 0, "merged": 0}
+    changed: set[int] = set()  # memories that were here before and an import merge changed
+    before: set[int] | None = None
+    for start in range(0, len(items), IMPORT_CHUNK):
+        chunk = range(start, min(start + IMPORT_CHUNK, len(items)))
+        with store.writing():
+            if before is None:  # what the workspace held before this import
+                before = {i for i, m in store.catalog.items() if m.workspace == workspace}
+            pending = []
+            for n in chunk:
+                item = items[n]
+                same = store.find_hash(workspace, content_hash(item.content))
+                if same is not None:
+                    target[n] = same.id
+                    counts["duplicate"] += 1
+                    continue
+                if n not in vectors:  # was here a moment ago, deleted since
+                    vectors[n] = ctx.embedder.embed_one(item.content)
+                home = _absorbed_by(store, item, vectors[n], before, settings)
+                if home is not None:
+                    target[n] = home
+                    counts["merged"] += 1
+                    continue
+                pending.append(n)
+            if pending:
+                outcomes = ingest(store, workspace, [items[n] for n in pending],
+                                  [vectors[n] for n in pending], settings, merge_into=before)
+                for n, outcome in zip(pending, outcomes):
+                    target[n] = outcome.memory.id
+                    counts[outcome.status] += 1
+                    if outcome.status != "stored" and outcome.memory.id in before:
+                        changed.add(outcome.memory.id)
+        done = chunk.stop
+        if len(items) > IMPORT_CHUNK:
+            ctx.progress(done, len(items), f"imported {done} of {len(items)} memories")
+
+    edge_counts = {"created": 0, "exists": 0, "skipped": 0}
+    verdict_counts = {"recorded": 0, "exists": 0, "skipped": 0}
+    with store.writing():
+        def usable(memory_id) -> bool:
+            m = store.catalog.get(memory_id)
+            return m is not None and m.workspace == workspace
+
+        new_edges: list[tuple[str, int, int]] = []
+        for rel, x, y in parsed.edges:
+            a, b = target[x], target[y]
+            if a == b or not (usable(a) and usable(b)):  # merged into one / deleted meanwhile
+                edge_counts["skipped"] += 1
+            elif (rel, a, b) in store.graph.edges or (rel, a, b) in new_edges:
+                edge_counts["exists"] += 1
+            else:
+                new_edges.append((rel, a, b))
+        new_verdicts: list[tuple[int, int]] = []
+        for x, y in parsed.verdicts:
+            a, b = target[x], target[y]
+            if a == b or not (usable(a) and usable(b)):
+                verdict_counts["skipped"] += 1
+            elif store.graph.kept_separate(a, b) or pair(a, b) in new_verdicts:
+                verdict_counts["exists"] += 1
+            else:
+                new_verdicts.append(pair(a, b))
+        if new_edges or new_verdicts:
+            now = utcnow()
+            with store.db.transaction() as db:
+                for rel, a, b in new_edges:
+                    db.add_edge(rel, a, b, now)
+                for low, high in new_verdicts:
+                    db.add_verdict(low, high, now)
+            for rel, a, b in new_edges:
+                store.graph.add(rel, a, b)
+            for low, high in new_verdicts:
+                store.graph.keep_separate(low, high)
+        edge_counts["created"] = len(new_edges)
+        verdict_counts["recorded"] = len(new_verdicts)
+
+    result = {"path": shown, "memories": {"in_file": len(items), **counts},
+              "existing_changed": len(changed),
+              "edges": {"in_file": len(parsed.edges), **edge_counts},
+              "keep_separate": {"in_file": len(parsed.verdicts), **verdict_counts},
+              "embedding_model": store.model}
+    if parsed.model and parsed.model != store.model:
+        result["note"] = (f"the file was embedded with {parsed.model}; its text was embedded "
+                          f"again with {store.model}")
+    return result
+
+
+def _absorbed_by(store, item: Item, vector, before: set[int], settings) -> int | None:
+    """An existing memory this item would merge into without changing it (its text is no
+    longer and its tags add nothing): the mark of an item an earlier import already merged.
+    Taking it as merged keeps a second import of the same file from touching anything."""
+    for memory_id, similarity in store.vectors.search(vector, before, 5):
+        if similarity < settings.dedup_threshold:
+            break
+        m = store.catalog[memory_id]
+        if m.category != item.category:
+            continue
+        if tag_overlap(m.tags, item.tags) < settings.merge_tag_overlap:
+            continue
+        if settings.merge_value_gate and disagree(m.content, item.content):
+            continue
+        if len(item.content) <= len(m.content) and set(item.tags) <= set(m.tags):
+            return memory_id
+        return None  # the merge ingest() would make changes it: let ingest() do it
+    return None
