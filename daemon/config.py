@@ -89,6 +89,7 @@ class Settings:
     query_max_rows: int
     query_timeout_s: float
     dream: DreamSettings
+    graph_max_nodes: int
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -118,4 +119,5 @@ class Settings:
             query_max_rows=max(1, _int("MEMORY_QUERY_MAX_ROWS", 1000)),
             query_timeout_s=max(0.1, _float("MEMORY_QUERY_TIMEOUT_S", 10)),
             dream=DreamSettings.from_env(),
+            graph_max_nodes=max(1, _int("MEMORY_GRAPH_MAX_NODES", 2000)),
         )

@@ -207,7 +207,7 @@ def test_paths_may_not_leave_the_workspace(call, source, workspace, tmp_path):
     victim = outside / "victim.json"
     victim.write_text("do not touch")
     (workspace / ".memnest" / "planted.json").symlink_to(victim)
-    for tool in ("memory_export",):
+    for tool in ("memory_export", "memory_graph_html"):
         with pytest.raises(ToolFailure) as planted:
             call(tool, path=".memnest/planted.json")
         assert "symbolic link" in planted.value.message
