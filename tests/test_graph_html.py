@@ -48,8 +48,7 @@ def chromium():
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         wait = ["-o", "DPkg::Lock::Timeout=600"]
         for command in (["apt-get", *wait, "update", "-q"],
-                        ["apt-get", *wait, "install", "-y", "-q", "--no-install-recommends",
-                         "chromium"]):
+                        ["apt-get", *wait, "install", "-y", "-q", "chromium"]):
             done = subprocess.run(command, env=env, capture_output=True, text=True,
                                   timeout=1800)
             if done.returncode != 0:
@@ -213,6 +212,7 @@ def hostile_graph(call):
     return ids
 
 
+@pytest.mark.timeout(1800)  # the first use may install Chromium with apt-get
 def test_page_draws_in_chromium_escapes_user_text_and_stays_offline(
         chromium, call, hostile_graph, workspace, tmp_path):
     made = call("memory_graph_html")
