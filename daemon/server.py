@@ -7,6 +7,12 @@ connection on that descriptor itself and relays its bytes to the gRPC server, wh
 a private socket in the same 0700 folder. The public socket is never unlinked or replaced: it
 belongs to the service manager, which keeps it open (and queues new connections) while the
 daemon restarts.
+
+The daemon does the same with a socket it creates itself: gRPC's Python server cannot show a
+servicer the peer's credentials of a Unix connection, so every connection is accepted here
+first, its peer uid read from the kernel (SO_PEERCRED on Linux, LOCAL_PEERCRED, which is what
+getpeereid(3) reads, on macOS) and any uid but the daemon's own refused and logged before a
+single byte reaches gRPC.
 """
 import errno
 import fcntl
@@ -14,6 +20,8 @@ import logging
 import os
 import socket
 import stat
+import struct
+import sys
 import tempfile
 import threading
 import time
@@ -139,9 +147,22 @@ def something_listens(path: Path) -> bool:
         probe.close()
 
 
+def peer_uid(conn: socket.socket) -> int | None:
+    """The uid of the process at the other end of a connected Unix socket, as the kernel
+    recorded it at connect time, or None when this platform does not say."""
+    if hasattr(socket, "SO_PEERCRED"):  # Linux: struct ucred {pid, uid, gid}
+        raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        return struct.unpack("3i", raw)[1]
+    if sys.platform == "darwin":  # getpeereid(3): LOCAL_PEERCRED at SOL_LOCAL (0)
+        local_peercred, xucred = 0x001, "IiH16I"  # cr_version, cr_uid, cr_ngroups, groups
+        raw = conn.getsockopt(0, local_peercred, struct.calcsize(xucred))
+        return struct.unpack(xucred, raw[:struct.calcsize(xucred)])[1]
+    return None
+
+
 class _Relay:
-    """Accepts connections on the inherited socket and copies bytes both ways between each
-    of them and the gRPC server's private socket."""
+    """Accepts connections on the public socket, refuses any peer whose uid is not ours, and
+    copies bytes both ways between each accepted one and the gRPC server's private socket."""
 
     CHUNK = 256 * 1024
 
@@ -175,6 +196,9 @@ class _Relay:
                 time.sleep(0.1)
                 continue
             conn.setblocking(True)
+            if not self._peer_allowed(conn):
+                conn.close()
+                continue
             backend = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
                 backend.connect(str(self.inner))
@@ -187,6 +211,23 @@ class _Relay:
             for src, dst, name in ((conn, backend, "in"), (backend, conn, "out")):
                 threading.Thread(target=pair.pump, args=(src, dst), name=f"relay-{name}",
                                  daemon=True).start()
+
+
+    @staticmethod
+    def _peer_allowed(conn: socket.socket) -> bool:
+        try:
+            uid = peer_uid(conn)
+        except OSError as exc:
+            log.warning("refused a connection whose peer credentials could not be read: %s",
+                        exc)
+            return False
+        if uid is None:
+            return True  # a platform without peer credentials: the 0700 folder is the boundary
+        if uid != os.getuid():
+            log.warning("refused a connection from uid %d: only uid %d may use this daemon",
+                        uid, os.getuid())
+            return False
+        return True
 
 
 class _Pair:
@@ -315,6 +356,7 @@ class DaemonServer:
         self.managed = False  # run by a service manager that restarts it after an upgrade
         self._stopped = threading.Event()
         self._relay: _Relay | None = None
+        self._own_public: socket.socket | None = None
         self._inner: Path | None = None
         self._inner_dir: str | None = None
         self._server = grpc.server(
@@ -342,9 +384,36 @@ class DaemonServer:
             # We hold the instance lock, so whatever is there was left by a dead daemon.
             log.warning("removing stale socket %s left by a previous daemon", self.sock)
             self.sock.unlink()
-        self._bind(self.sock)
-        self._server.start()
+        self._remove_stale_inner_sockets()
+        public = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)  # the socket is created 0600, never briefly wider
+        try:
+            public.bind(str(self.sock))
+        except OSError as exc:
+            public.close()
+            raise SystemExit(f"could not listen on {self.sock}: {exc.strerror}") from None
+        finally:
+            os.umask(old_umask)
+        os.chmod(self.sock, 0o600)
+        public.listen(128)
+        self._own_public = public
+        self._serve_through_relay(public)
         log.info("listening on %s", self.sock)
+
+    def _remove_stale_inner_sockets(self) -> None:
+        """Private gRPC sockets left in our folder by a daemon that was killed (we hold the
+        instance lock, so none of them is served)."""
+        for path in self.sock.parent.glob(".memnestd-*.grpc"):
+            try:
+                pid = int(path.name.split("-", 1)[1].split(".", 1)[0])
+                os.kill(pid, 0)
+            except (ValueError, ProcessLookupError):
+                try:
+                    path.unlink()
+                except OSError:
+                    pass
+            except PermissionError:
+                pass
 
     def _bind(self, path: Path) -> None:
         old_umask = os.umask(0o177)  # the socket is created 0600, never briefly wider
@@ -357,6 +426,10 @@ class DaemonServer:
         os.chmod(path, 0o600)
 
     def _start_activated(self) -> None:
+        self._serve_through_relay(self.listener)
+        log.info("serving the inherited socket %s (socket activation)", self.sock)
+
+    def _serve_through_relay(self, listener: socket.socket) -> None:
         inner = self.sock.parent / f".memnestd-{os.getpid()}.grpc"
         if len(str(inner)) > MAX_UNIX_PATH:
             self._inner_dir = tempfile.mkdtemp(prefix="memnestd-")  # created 0700
@@ -366,9 +439,8 @@ class DaemonServer:
         self._inner = inner
         self._bind(inner)
         self._server.start()
-        self._relay = _Relay(self.listener, inner)
+        self._relay = _Relay(listener, inner)
         self._relay.start()
-        log.info("serving the inherited socket %s (socket activation)", self.sock)
 
     def request_stop(self, upgrade: bool = False) -> bool:
         """Ask the main thread to drain and exit. Returns True when a service manager will
@@ -408,7 +480,8 @@ class DaemonServer:
                     os.rmdir(self._inner_dir)
                 except OSError:
                     pass
-            return  # the public socket belongs to the service manager
+            if self._own_public is None:
+                return  # the public socket belongs to the service manager
         try:
             self.sock.unlink()
         except FileNotFoundError:
