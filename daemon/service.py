@@ -121,6 +121,11 @@ class MemnestService(pb_grpc.MemnestServicer):
             log.info("%s failed (%s): %s", request.tool, exc.code, exc.message)
             return pb.CallToolResponse(error=pb.ToolError(code=exc.code, message=exc.message))
         except Exception as exc:  # a bug or a storage failure: report it, keep serving
+            storage = storage_failure(exc)
+            if storage is not None:
+                log.warning("%s could not write: %s", request.tool, exc)
+                return pb.CallToolResponse(error=pb.ToolError(code="storage_error",
+                                                              message=storage))
             log.exception("%s raised", request.tool)
             return pb.CallToolResponse(error=pb.ToolError(
                 code="internal", message=f"{request.tool} failed inside the daemon: "
@@ -164,3 +169,26 @@ class MemnestService(pb_grpc.MemnestServicer):
         # Only flags the stop: the main thread drains (this call included) and exits.
         restarting = bool(self._on_shutdown(upgrade=request.upgrade))
         return pb.ShutdownResponse(accepted=True, restarting=restarting)
+
+
+# What the storage layer says when the disk, not the call, is at fault (LadybugDB raises a
+# RuntimeError "IO exception: ... Error: <strerror>"; Python raises OSError).
+_STORAGE_REASONS = {"No space left on device": "the disk is full",
+                    "Disk quota exceeded": "the disk quota is exhausted",
+                    "Read-only file system": "the file system is read-only",
+                    "Permission denied": "the database folder is not writable"}
+
+
+def storage_failure(exc: Exception) -> str | None:
+    """A sentence for the caller when `exc` is a full or read-only disk, else None. The write
+    was one transaction, so nothing of it was stored and the database stays usable."""
+    text = str(exc)
+    if not isinstance(exc, (OSError, RuntimeError)):
+        return None
+    if isinstance(exc, RuntimeError) and "IO exception" not in text:
+        return None
+    for needle, reason in _STORAGE_REASONS.items():
+        if needle in text:
+            return (f"nothing was written: {reason} ({needle}); free space or make the "
+                    "database folder writable and retry; what was stored before is intact")
+    return None
