@@ -48,9 +48,10 @@ def memory_store(ctx: ToolContext, args: dict) -> dict:
     results = [o.view() for o in outcomes]
     if not batch:
         return results[0]
-    return {"results": results,
-            **{status: sum(r["status"] == status for r in results)
-               for status in ("stored", "duplicate", "merged")}}
+    count = {status: sum(r["status"] == status for r in results)
+             for status in ("stored", "duplicate", "merged")}
+    return {"results": results, "stored": count["stored"], "duplicates": count["duplicate"],
+            "merged": count["merged"]}
 
 
 # -- memory_search ---------------------------------------------------------------------------
