@@ -17,8 +17,9 @@ def resolutions(a: Memory, b: Memory) -> list[str]:
 
 def workspace_ids(store, workspace: str) -> set[int] | None:
     """The ids of one workspace's memories, or None when they are the whole database."""
-    ids = {i for i, m in store.catalog.items() if m.workspace == workspace}
-    return None if len(ids) == len(store.catalog) else ids
+    if store.per_workspace.get(workspace, 0) == len(store.catalog):
+        return None  # one database per workspace, the usual case: no set to build
+    return {i for i, m in store.catalog.items() if m.workspace == workspace}
 
 
 def conflicts(store, m: Memory, vector, settings, allowed: set[int] | None) -> list[dict]:

@@ -9,6 +9,7 @@ import logging
 import os
 import threading
 import time
+from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -46,6 +47,7 @@ class MemoryStore:
     def _load(self) -> None:
         memories, vectors = self.db.load_all()
         self.catalog = {m.id: m for m in memories}
+        self.per_workspace = Counter(m.workspace for m in memories)
         self._by_hash = {(m.workspace, m.content_hash): m.id for m in memories}
         for memory_id, vector in vectors:
             self.vectors.upsert(memory_id, vector)
@@ -83,8 +85,11 @@ class MemoryStore:
     def indexed(self, memories: list[Memory], embeddings: dict[int, np.ndarray]) -> None:
         for m in memories:
             old = self.catalog.get(m.id)
-            if old is not None and self._by_hash.get((old.workspace, old.content_hash)) == m.id:
-                del self._by_hash[(old.workspace, old.content_hash)]
+            if old is not None:
+                self.per_workspace[old.workspace] -= 1
+                if self._by_hash.get((old.workspace, old.content_hash)) == m.id:
+                    del self._by_hash[(old.workspace, old.content_hash)]
+            self.per_workspace[m.workspace] += 1
             self.catalog[m.id] = m
             self._by_hash[(m.workspace, m.content_hash)] = m.id
         for memory_id, vector in embeddings.items():
@@ -95,10 +100,13 @@ class MemoryStore:
         self.graph.forget(ids)
         for memory_id in ids:
             self.signal.pop(memory_id, None)
-            old = self.catalog.pop(memory_id, None)
-            if old is not None and self._by_hash.get((old.workspace, old.content_hash)) == memory_id:
-                del self._by_hash[(old.workspace, old.content_hash)]
             self.vectors.remove(memory_id)
+            old = self.catalog.pop(memory_id, None)
+            if old is None:
+                continue
+            self.per_workspace[old.workspace] -= 1
+            if self._by_hash.get((old.workspace, old.content_hash)) == memory_id:
+                del self._by_hash[(old.workspace, old.content_hash)]
         self.keywords.remove_many(ids)
 
     def record_access(self, ids) -> None:
