@@ -16,7 +16,7 @@ from memnest_proto.paths import grpc_target
 from memnest_shims.client import ToolFailure
 
 EXAMPLES = int(os.environ.get("MEMNEST_HOSTILE_EXAMPLES",
-                              "2000" if os.environ.get("MEMNEST_SOAK") else "150"))
+                              "2000" if os.environ.get("MEMNEST_SOAK") else "400"))
 # The slow, whole-workspace tools get a separate, smaller budget.
 SLOW = {"memory_dream", "memory_reindex"}
 
