@@ -1,6 +1,7 @@
 """Pairs of memories an agent should look at: near duplicates, and same-subject memories that
 disagree on a value. Reported on store and on search results, with the ways to settle them."""
 from .records import Memory
+from .search import SearchFilter, scope_ids
 from .values import value_disagreement
 
 NEIGHBOURS = 10
@@ -17,9 +18,7 @@ def resolutions(a: Memory, b: Memory) -> list[str]:
 
 def workspace_ids(store, workspace: str) -> set[int] | None:
     """The ids of one workspace's memories, or None when they are the whole database."""
-    if store.per_workspace.get(workspace, 0) == len(store.catalog):
-        return None  # one database per workspace, the usual case: no set to build
-    return {i for i, m in store.catalog.items() if m.workspace == workspace}
+    return scope_ids(store, SearchFilter(workspace=workspace))
 
 
 def conflicts(store, m: Memory, vector, settings, allowed: set[int] | None) -> list[dict]:

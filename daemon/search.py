@@ -103,8 +103,7 @@ def rank(store, query: str, query_vector, flt: SearchFilter, pool: int, mode: st
     Call with the store's read lock held."""
     if mode == "context":
         return rank_context(store, analyse(query), query_vector, flt, pool)
-    scope = [m for m in store.catalog.values() if flt.admits(m)]
-    allowed = None if len(scope) == len(store.catalog) else {m.id for m in scope}
+    allowed = scope_ids(store, flt)
     vector_hits = store.vectors.search(query_vector, allowed, pool)
     keyword_hits = [(i, s) for i, s in store.keywords.search(
         query, pool, flt.workspace, [flt.category] if flt.category else None,
@@ -136,13 +135,11 @@ def _neighbours(store, order: np.ndarray, m: Memory, reach: int) -> tuple[tuple[
 
 class _Layout:
     """What depends only on which memories exist (ids, workspaces and creation times never
-    change): who neighbours whom, and which workspaces the database holds. Kept per index
-    until a memory is added or removed."""
+    change): who neighbours whom. Kept per index until a memory is added or removed."""
 
     def __init__(self, key):
         self.key = key
         self.windows: dict[int, tuple[tuple[int, int], ...]] = {}
-        self.workspaces: set[str] | None = None
 
 
 _LAYOUTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -156,16 +153,14 @@ def _layout(store, reach: int) -> _Layout:
     return layout
 
 
-def _scope(store, flt: SearchFilter, layout: _Layout) -> set[int] | None:
+def scope_ids(store, flt: SearchFilter) -> set[int] | None:
     """The ids the filter admits, or None when it admits every memory. (Only narrows what
     the channels look at: every candidate is checked against the filter again.)"""
     catalog = store.catalog
     if not (flt.category or flt.tags or flt.min_importance > 1):
         if flt.workspace is None:
             return None
-        if layout.workspaces is None:
-            layout.workspaces = {m.workspace for m in catalog.values()}
-        if layout.workspaces <= {flt.workspace}:
+        if store.per_workspace.get(flt.workspace, 0) == len(catalog):
             return None  # the common case: one workspace per database
     scope = [m.id for m in catalog.values() if flt.admits(m)]
     return None if len(scope) == len(catalog) else set(scope)
@@ -176,13 +171,13 @@ def rank_context(store, q: QueryAnalysis, query_vector, flt: SearchFilter,
     catalog, keywords = store.catalog, store.keywords
     reach = len(NEIGHBOUR_WEIGHTS)
     layout = _layout(store, reach)
-    scope_ids = _scope(store, flt, layout)
+    allowed = scope_ids(store, flt)
     cosine = store.vectors.similarity(query_vector)
     # Candidates: each channel's best `pool` within the filter.
-    vector_hits = store.vectors.search(query_vector, scope_ids, pool)
+    vector_hits = store.vectors.search(query_vector, allowed, pool)
     keyword_hits = [(i, s) for i, s in keywords.search(
         " ".join(q.keywords), pool, flt.workspace, [flt.category] if flt.category else None,
-        flt.tags or None) if scope_ids is None or i in scope_ids]
+        flt.tags or None) if allowed is None or i in allowed]
     best = max((s for _, s in keyword_hits), default=0.0)
     keyword = {i: s / best for i, s in keyword_hits} if best > 0 else {}
     candidates = [catalog[i] for i in dict.fromkeys([i for i, _ in vector_hits] +

@@ -1,6 +1,7 @@
 """The pieces of the `context` fusion mode: query analysis, the index bookkeeping it relies on,
 neighbour context and term coverage (in process, with hand-made vectors so only the ranking
 logic is under test), and one ranking check end to end through the daemon."""
+from collections import Counter
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 
@@ -82,7 +83,8 @@ def _unit(seed: int) -> np.ndarray:
 
 def _store(memories, vectors=None):
     store = SimpleNamespace(catalog={m.id: m for m in memories}, vectors=VectorIndex(DIM),
-                            keywords=KeywordIndex())
+                            keywords=KeywordIndex(),
+                            per_workspace=Counter(m.workspace for m in memories))
     for m in memories:
         store.vectors.upsert(m.id, (vectors or {}).get(m.id, _unit(1000 + m.id)))
     store.keywords.upsert_many(memories)

@@ -55,8 +55,8 @@ def preview_chars(ctx: ToolContext, args: dict) -> int:
     return args.get("preview_chars", ctx.settings.max_content_preview)
 
 
-def visible(ctx: ToolContext, m: Memory | None, everywhere: bool = False) -> bool:
-    return m is not None and (everywhere or m.workspace == ctx.workspace)
+def visible(ctx: ToolContext, m: Memory | None) -> bool:
+    return m is not None and m.workspace == ctx.workspace
 
 
 EMBED_CHUNK = 64
