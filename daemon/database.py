@@ -72,18 +72,26 @@ class Database:
                                max_db_size=max_db_gb * 1024 ** 3)
         try:
             return attempt()
-        except RuntimeError as exc:
+        except Exception as exc:  # LadybugDB raises RuntimeError or its own exception types
             wal = Path(self.path + ".wal")
-            if self.ephemeral or "wal" not in str(exc).lower() or not wal.exists():
+            if self.ephemeral or not wal.exists() or wal.stat().st_size == 0:
                 raise
             # Every acknowledged write was checkpointed (see transaction()), so a WAL that
-            # cannot be replayed holds only a transaction that was never acknowledged.
-            aside = wal.with_name(f"{wal.name}.unreplayable-{int(time.time())}")
+            # cannot be replayed holds only a transaction that was never acknowledged. A
+            # torn or zero-filled tail fails in many ways ("Corrupted wal file", "Reading
+            # past the end", "vector with ANY type", a checksum error), so any failure with a
+            # WAL present gets one retry without it.
+            aside = wal.with_name(f"{wal.name}.unreplayable-{int(time.time() * 1000)}")
             os.replace(wal, aside)
+            try:
+                db = attempt()
+            except Exception:
+                os.replace(aside, wal)  # not the WAL's fault: leave the files as they were
+                raise exc from None
             log.warning("%s: WAL could not be replayed (%s); set it aside as %s and opened "
                         "the last checkpoint, which holds every acknowledged write",
                         self.path, exc, aside.name)
-            return attempt()
+            return db
 
     # -- connections ---------------------------------------------------------------------
 

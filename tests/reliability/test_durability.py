@@ -3,12 +3,19 @@ daemon is killed at seeded-random moments and restarted; afterwards every acknow
 is there with its exact content and the database reports healthy indexes."""
 import os
 import random
+import shutil
 import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import time
+from pathlib import Path
 
 import pytest
+import real_ladybug
 
+from memnest_daemon.database import Database
 from memnest_shims.client import DaemonUnavailable, ToolFailure
 
 ROUNDS = int(os.environ.get("MEMNEST_KILL_ROUNDS", "60" if os.environ.get("MEMNEST_SOAK") else "20"))
@@ -90,3 +97,49 @@ def test_acknowledged_writes_survive_random_kill_9(fresh_daemon, workspace):
           f"unreplayable WAL(s) set aside (unacknowledged work only)")
     assert kills >= ROUNDS
     assert len(acked) > ROUNDS
+
+
+def _uncheckpointed_commit(path: Path) -> bytes:
+    """Commit a transaction in another process that dies before any checkpoint; the WAL."""
+    subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        import os, real_ladybug as lb
+        c = lb.Connection(lb.Database({str(path)!r}, max_db_size=1 << 30))
+        c.execute("CREATE (:Meta {{key: 'unacknowledged', value: $v}})", {{"v": "x" * 3000}})
+        os._exit(0)
+    """)], check=True)
+    return path.with_name(path.name + ".wal").read_bytes()
+
+
+def test_damaged_wal_of_any_shape_costs_only_the_unacknowledged_write(tmp_path):
+    """kill -9 can leave a WAL cut short or with a zero-filled tail; LadybugDB then fails
+    to open in many different ways. Each one must still open the database at its last
+    checkpoint, which holds every acknowledged write."""
+    origin = tmp_path / "origin" / "memory.lbug"
+    db = Database(str(origin), "model", 4, 64, 1)
+    with db.transaction():
+        db.rows("CREATE (:Meta {key: 'acknowledged', value: 'kept'})")
+    db.close()
+    wal = _uncheckpointed_commit(origin)
+    assert len(wal) > 100
+    errors = set()
+    for cut in range(8, len(wal), max(1, len(wal) // 40)):
+        for damage, data in (("cut", wal[:cut]), ("zeros", wal[:cut] + bytes(len(wal) - cut))):
+            case = tmp_path / f"{damage}{cut}"
+            shutil.copytree(origin.parent, case, ignore=shutil.ignore_patterns("*.wal"))
+            (case / "memory.lbug.wal").write_bytes(data)
+            try:
+                real_ladybug.Database(str(case / "memory.lbug"), max_db_size=1 << 30).close()
+            except Exception as exc:
+                errors.add(str(exc).split(":")[0][:40])
+            else:
+                continue  # LadybugDB took this one itself (a cut at a record boundary)
+            shutil.rmtree(case)
+            shutil.copytree(origin.parent, case, ignore=shutil.ignore_patterns("*.wal"))
+            (case / "memory.lbug.wal").write_bytes(data)
+            reopened = Database(str(case / "memory.lbug"), "model", 4, 64, 1)
+            meta = dict(reopened.rows("MATCH (k:Meta) RETURN k.key, k.value"))
+            reopened.close()
+            assert meta.get("acknowledged") == "kept", (damage, cut)
+            assert "unacknowledged" not in meta
+            assert list(case.glob("memory.lbug.wal.unreplayable-*"))
+    assert len(errors) >= 2, errors  # the damage really took several shapes
