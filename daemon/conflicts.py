@@ -1,5 +1,7 @@
 """Pairs of memories an agent should look at: near duplicates, and same-subject memories that
 disagree on a value. Reported on store and on search results, with the ways to settle them."""
+import numpy as np
+
 from .records import Memory
 from .search import SearchFilter, scope_ids
 from .values import value_disagreement
@@ -21,17 +23,30 @@ def workspace_ids(store, workspace: str) -> set[int] | None:
     return scope_ids(store, SearchFilter(workspace=workspace))
 
 
-def conflicts(store, m: Memory, vector, settings, allowed: set[int] | None) -> list[dict]:
-    """Memories among `allowed` (m's workspace, see workspace_ids) that look like m, unless
-    an agent already settled the pair (a keep-separate verdict or a SUPERSEDES link).
-    Read or write lock held."""
-    if vector is None:
-        return []
+def conflicts(store, memories: list[Memory], settings,
+              allowed: set[int] | None) -> dict[int, list[dict]]:
+    """For each of `memories`, the memories among `allowed` (its workspace, see
+    workspace_ids) that look like it, unless an agent already settled the pair (a
+    keep-separate verdict or a SUPERSEDES link); by memory id, only those with any. One
+    pass over the vector matrix for the lot. Read or write lock held."""
+    embedded = [(m, v) for m, v in ((m, store.vectors.vector(m.id)) for m in memories)
+                if v is not None]
+    if not embedded:
+        return {}
     floor = min(settings.conflict_threshold, settings.conflict_value_floor)
+    nearest = store.vectors.search_many(np.stack([v for _, v in embedded]), allowed,
+                                        NEIGHBOURS + 1, min_score=floor)
+    found = {}
+    for (m, _), hits in zip(embedded, nearest):
+        flagged = _flags(store, m, hits, settings)
+        if flagged:
+            found[m.id] = flagged
+    return found
+
+
+def _flags(store, m: Memory, hits, settings) -> list[dict]:
     found = []
-    for other_id, similarity in store.vectors.search(vector, allowed, NEIGHBOURS + 1):
-        if similarity < floor:
-            break
+    for other_id, similarity in hits:
         other = store.catalog.get(other_id)
         if other is None or other_id == m.id or store.graph.kept_separate(m.id, other_id) \
                 or any(rel == "SUPERSEDES" for rel, _, _ in store.graph.between(m.id, other_id)):

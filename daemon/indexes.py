@@ -13,6 +13,7 @@ import numpy as np
 import tantivy
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+COMMIT_DELAY_S = 0.25  # a write's keyword documents are committed this long after it
 
 
 class VectorIndex:
@@ -83,20 +84,32 @@ class VectorIndex:
 
     def search(self, query: np.ndarray, allowed: set[int] | None, k: int) -> list[tuple[int, float]]:
         """The k most similar memories among `allowed` (all when None), best first."""
+        return self.search_many(query[None, :], allowed, k)[0]
+
+    def search_many(self, queries: np.ndarray, allowed: set[int] | None, k: int,
+                    min_score: float = -1.0) -> list[list[tuple[int, float]]]:
+        """search() for each row of `queries`, from one pass over the matrix; only scores of
+        at least `min_score` (a high floor skips most of the sorting)."""
         n = len(self._row)
         if n == 0 or k <= 0:
-            return []
+            return [[] for _ in queries]
         ids = self._ids[:n]
-        scores = self._matrix[:n] @ query.astype(np.float32)
+        scores = queries.astype(np.float32) @ self._matrix[:n].T  # one row per query
         if allowed is not None:
-            mask = np.fromiter((int(i) in allowed for i in ids), dtype=bool, count=n)
-            ids, scores = ids[mask], scores[mask]
+            mask = np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
+            ids, scores = ids[mask], scores[:, mask]
         if len(ids) == 0:
-            return []
+            return [[] for _ in queries]
         k = min(k, len(ids))
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.lexsort((ids[top], -scores[top]))]
-        return [(int(ids[i]), float(scores[i])) for i in top]
+        out = []
+        for row in scores:
+            top = np.flatnonzero(row >= min_score) if min_score > -1.0 else None
+            if top is None or len(top) > k:
+                top = np.argpartition(-row, k - 1)[:k] if top is None else \
+                    top[np.argpartition(-row[top], k - 1)[:k]]
+            top = top[np.lexsort((ids[top], -row[top]))]
+            out.append(list(zip(ids[top].tolist(), row[top].tolist())))
+        return out
 
 
 class KeywordIndex:
@@ -114,6 +127,10 @@ class KeywordIndex:
         self._index = tantivy.Index(self._schema)
         self._writer = self._index.writer(heap_size=15_000_000, num_threads=1)
         self._lock = threading.Lock()
+        # A tantivy commit costs 5-40 ms, more than the rest of a single store. Writes only
+        # stage their documents; the next search commits them first (so it always sees every
+        # acknowledged write), and a timer commits a quiet index so searches rarely wait.
+        self._staged = False
         self._ids: set[int] = set()
         # Each memory's distinct terms and every term's document frequency, for term-level
         # questions the BM25 query cannot answer (which query terms a memory contains).
@@ -145,7 +162,7 @@ class KeywordIndex:
                 self._ids.add(m.id)
                 terms = self._terms[m.id] = frozenset(self._analyzer.analyze(text))
                 self._df.update(terms)
-            self._commit()
+            self._stage()
 
     def remove_many(self, ids) -> None:
         with self._lock:
@@ -155,7 +172,7 @@ class KeywordIndex:
                     self._ids.discard(memory_id)
                     self._df.subtract(self._terms.pop(memory_id, ()))
             self._df = +self._df  # drop terms no memory has any more
-            self._commit()
+            self._stage()
 
     def analyse(self, text: str) -> list[str]:
         """`text` as the index's terms (lower-cased, stemmed), in order."""
@@ -172,9 +189,21 @@ class KeywordIndex:
     def terms_of(self, memory_id: int) -> frozenset[str]:
         return self._terms.get(memory_id, frozenset())
 
-    def _commit(self) -> None:
-        self._writer.commit()
-        self._index.reload()
+    def _stage(self) -> None:
+        """Lock held: documents were added or deleted; commit them soon."""
+        if not self._staged:
+            self._staged = True
+            timer = threading.Timer(COMMIT_DELAY_S, self.commit)
+            timer.daemon = True
+            timer.start()
+
+    def commit(self) -> None:
+        """Make staged documents searchable (a no-op when nothing is staged)."""
+        with self._lock:
+            if self._staged:
+                self._writer.commit()
+                self._index.reload()
+                self._staged = False
 
     def search(self, text: str, k: int, workspace: str | None = None,
                categories: list[str] | None = None, tags: list[str] | None = None
@@ -183,6 +212,7 @@ class KeywordIndex:
         words = [w.lower() for w in _WORD.findall(text)]
         if not words or k <= 0:
             return []
+        self.commit()
         clauses = [(tantivy.Occur.Must, self._index.parse_query(" ".join(words), ["text"]))]
         if workspace is not None:
             clauses.append((tantivy.Occur.Must,

@@ -108,11 +108,11 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
                   {i: v for i, (_, v) in {**new, **changed}.items() if v is not None})
     if allowed is not None:
         allowed.update(new)
+    found = conflicts(store, [o.memory for o in outcomes if o.status == "stored"], settings,
+                      allowed)
     for outcome in outcomes:
         if outcome.status == "stored":
-            outcome.conflicts = conflicts(store, outcome.memory,
-                                          store.vectors.vector(outcome.memory.id), settings,
-                                          allowed)
+            outcome.conflicts = found.get(outcome.memory.id, [])
     return outcomes
 
 

@@ -43,6 +43,7 @@ TAG_BOOST = 0.04          # the query names one of the memory's tags
 NEIGHBOUR_WEIGHTS = (0.6, 0.4)  # share of the best neighbour's score at distance 1, 2
 NEIGHBOUR_WINDOW_S = 3600.0     # neighbours were stored at most this far apart
 EXPAND_FROM = 50          # the neighbours of this many best candidates become candidates
+SUPERSEDED_FACTOR = 0.5   # a memory another one supersedes ranks at this share of its score
 
 
 @dataclass
@@ -98,17 +99,32 @@ def fuse(vector_hits: list[tuple[int, float]], keyword_hits: list[tuple[int, flo
 
 
 def rank(store, query: str, query_vector, flt: SearchFilter, pool: int, mode: str,
-         rrf_k: int) -> list[Ranked]:
+         rrf_k: int, exact_top: int | None = None, graph_boost: float = 0.0) -> list[Ranked]:
     """Every candidate the two channels find for `query` within the filter, best first.
-    Call with the store's read lock held."""
+    Call with the store's read lock held. (`exact_top`, `graph_boost`: see rank_context.)"""
     if mode == "context":
-        return rank_context(store, analyse(query), query_vector, flt, pool)
+        return rank_context(store, analyse(query), query_vector, flt, pool, exact_top,
+                            graph_boost)
     allowed = scope_ids(store, flt)
     vector_hits = store.vectors.search(query_vector, allowed, pool)
     keyword_hits = [(i, s) for i, s in store.keywords.search(
         query, pool, flt.workspace, [flt.category] if flt.category else None,
         flt.tags or None) if allowed is None or i in allowed]
     return fuse(vector_hits, keyword_hits, store.catalog, mode, rrf_k)
+
+
+def demote_superseded(graph, ranked: list) -> list:
+    """A memory another one supersedes ranks at half its score, unless the two are caught
+    in a SUPERSEDES cycle: then nobody knows which is current, and none is demoted."""
+    demoted = False
+    for r in ranked:
+        if graph.superseded_by(r.memory.id) and not graph.supersession_cycle(r.memory.id):
+            r.parts["superseded"] = -r.score * (1 - SUPERSEDED_FACTOR)
+            r.score *= SUPERSEDED_FACTOR
+            demoted = True
+    if demoted:
+        ranked.sort(key=lambda r: (-r.score, -r.memory.id))
+    return ranked
 
 
 # -- context mode ----------------------------------------------------------------------------
@@ -166,11 +182,16 @@ def scope_ids(store, flt: SearchFilter) -> set[int] | None:
     return None if len(scope) == len(catalog) else set(scope)
 
 
-def rank_context(store, q: QueryAnalysis, query_vector, flt: SearchFilter,
-                 pool: int) -> list[Ranked]:
+def rank_context(store, q: QueryAnalysis, query_vector, flt: SearchFilter, pool: int,
+                 exact_top: int | None = None, graph_boost: float = 0.0) -> list[Ranked]:
+    """`exact_top`: only the first this many places must be exact (None: all). A candidate
+    that cannot reach them, even with its neighbours' best possible share and `graph_boost`
+    (the most the graph channel can add afterwards), keeps a score without its neighbours'
+    share: it stays in the list, below every place that is shown."""
     catalog, keywords = store.catalog, store.keywords
     reach = len(NEIGHBOUR_WEIGHTS)
-    layout = _layout(store, reach)
+    windows = _layout(store, reach).windows
+    order = store.vectors.sorted_ids()
     allowed = scope_ids(store, flt)
     cosine = store.vectors.similarity(query_vector)
     # Candidates: each channel's best `pool` within the filter.
@@ -187,73 +208,102 @@ def rank_context(store, q: QueryAnalysis, query_vector, flt: SearchFilter,
     # The query's index terms, one bit each, with their IDF weights: a memory's coverage is
     # the weight of the bits found in it or its neighbours.
     idf = {t: keywords.idf(t) for t in dict.fromkeys(keywords.analyse(" ".join(q.keywords)))}
-    bits = [(t, 1 << n, w) for n, (t, w) in enumerate((t, w) for t, w in idf.items() if w > 0)]
-    idf_total = sum(w for _, _, w in bits)
+    weights = {t: w for t, w in idf.items() if w > 0}
+    bit_of = {t: 1 << n for n, t in enumerate(weights)}
+    query_terms = frozenset(bit_of)
+    idf_total = sum(weights.values())
     masks: dict[int, int] = {}
-    weight_of: dict[int, float] = {}
+    covered_by_mask: dict[int, float] = {}
 
     def mask(memory_id: int) -> int:
         got = masks.get(memory_id)
         if got is None:
-            terms = keywords.terms_of(memory_id)
-            got = masks[memory_id] = sum(bit for t, bit, _ in bits if t in terms)
+            got = 0
+            for t in query_terms.intersection(keywords.terms_of(memory_id)):
+                got |= bit_of[t]
+            masks[memory_id] = got
         return got
 
-    order = store.vectors.sorted_ids()
-    windows = layout.windows
-
-    def window(m: Memory) -> list[tuple[int, Memory]]:
-        got = windows.get(m.id)
+    def window(memory_id: int) -> tuple[tuple[int, int], ...]:
+        """(distance, id) of the memory's neighbours."""
+        got = windows.get(memory_id)
         if got is None:
-            got = windows[m.id] = _neighbours(store, order, m, reach)
-        return [(dist, catalog[i]) for dist, i in got if i in catalog]
+            got = windows[memory_id] = _neighbours(store, order, catalog[memory_id], reach)
+        return got
 
     bases: dict[int, tuple[float, dict]] = {}
     tag_named: dict[str, bool] = {}
 
-    def base(m: Memory) -> tuple[float, dict]:
+    def base(memory_id: int) -> tuple[float, dict]:
         """A memory's own evidence: both channels, the share of the query's terms found in it
         and its neighbours, and whether the query names one of its tags."""
-        got = bases.get(m.id)
+        got = bases.get(memory_id)
         if got is None:
-            parts = {"vector": CONTEXT_VECTOR_WEIGHT * max(0.0, cosine(m.id)),
-                     "keyword": CONTEXT_KEYWORD_WEIGHT * keyword.get(m.id, 0.0)}
+            parts = {"vector": CONTEXT_VECTOR_WEIGHT * max(0.0, cosine(memory_id)),
+                     "keyword": CONTEXT_KEYWORD_WEIGHT * keyword.get(memory_id, 0.0)}
             if idf_total > 0:
-                seen = mask(m.id)
-                for _, other in window(m):
-                    seen |= mask(other.id)
-                covered = weight_of.get(seen)
+                seen = mask(memory_id)
+                for _, other in window(memory_id):
+                    if other in catalog:
+                        seen |= mask(other)
+                covered = covered_by_mask.get(seen)
                 if covered is None:
-                    covered = weight_of[seen] = sum(w for _, bit, w in bits if seen & bit)
+                    covered = covered_by_mask[seen] = sum(
+                        w for t, w in weights.items() if seen & bit_of[t])
                 parts["coverage"] = COVERAGE_WEIGHT * covered / idf_total
-            for tag in m.tags:
+            for tag in catalog[memory_id].tags:
                 named = tag_named.get(tag)
                 if named is None:
                     named = tag_named[tag] = q.names_tag(tag)
                 if named:
                     parts["tag"] = TAG_BOOST
                     break
-            got = bases[m.id] = (sum(parts.values()), parts)
+            got = bases[memory_id] = (sum(parts.values()), parts)
         return got
+
+    def base_bound(memory_id: int) -> float:
+        """At least base(memory_id)[0], without looking at any memory's terms."""
+        if memory_id in bases:
+            return bases[memory_id][0]
+        return (CONTEXT_VECTOR_WEIGHT * max(0.0, cosine(memory_id))
+                + CONTEXT_KEYWORD_WEIGHT * keyword.get(memory_id, 0.0)
+                + (COVERAGE_WEIGHT if idf_total > 0 else 0.0)
+                + (TAG_BOOST if catalog[memory_id].tags else 0.0))
 
     # A memory next to a strong match may match nothing itself: it is a candidate too.
     seen_ids = {m.id for m in candidates}
-    strongest = sorted(candidates, key=lambda m: (-base(m)[0], -m.id))[:EXPAND_FROM]
+    strongest = sorted(candidates, key=lambda m: (-base(m.id)[0], -m.id))[:EXPAND_FROM]
     for m in strongest:
-        for _, other in window(m):
-            if other.id not in seen_ids and flt.admits(other):
-                seen_ids.add(other.id)
+        for _, other_id in window(m.id):
+            other = catalog.get(other_id)
+            if other is not None and other_id not in seen_ids and flt.admits(other):
+                seen_ids.add(other_id)
                 candidates.append(other)
     now = utcnow()
+    own = {}
+    for m in candidates:
+        extra = {"importance": IMPORTANCE_WEIGHT * (m.importance - 1) / 4,
+                 "recency": RECENCY_WEIGHT * _recency(m, now)}
+        own[m.id] = (base(m.id)[0] + extra["importance"] + extra["recency"], extra)
+    # Every candidate scores at least its own evidence; the k-th best of those (halved when
+    # search will demote it as superseded) is a floor the shown places cannot fall below.
+    floor = -math.inf
+    if exact_top is not None and len(candidates) > exact_top:
+        graph = store.graph
+        floors = sorted((own[m.id][0] * (SUPERSEDED_FACTOR if graph.superseded_by(m.id)
+                                         else 1.0) for m in candidates), reverse=True)
+        floor = floors[exact_top - 1]
     ranked = []
     for m in candidates:
-        score, parts = base(m)
+        score, parts = base(m.id)
+        at_least, extra = own[m.id]
+        neighbours = [(dist, i) for dist, i in window(m.id) if i in catalog]
         lift = 0.0
-        for dist, other in window(m):
-            lift = max(lift, NEIGHBOUR_WEIGHTS[dist - 1] * base(other)[0])
-        parts = {**parts, "context": lift,
-                 "importance": IMPORTANCE_WEIGHT * (m.importance - 1) / 4,
-                 "recency": RECENCY_WEIGHT * _recency(m, now)}
-        ranked.append(Ranked(m, score + lift + parts["importance"] + parts["recency"], parts))
+        if at_least + graph_boost + max((NEIGHBOUR_WEIGHTS[d - 1] * base_bound(i)
+                                         for d, i in neighbours), default=0.0) >= floor:
+            for dist, other_id in neighbours:
+                lift = max(lift, NEIGHBOUR_WEIGHTS[dist - 1] * base(other_id)[0])
+        ranked.append(Ranked(m, score + lift + extra["importance"] + extra["recency"],
+                             {**parts, "context": lift, **extra}))
     ranked.sort(key=lambda r: (-r.score, -r.memory.id))
     return ranked

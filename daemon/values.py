@@ -6,6 +6,7 @@ of two facts. Two memories that name different values never merge; two memories 
 subject and different values disagree, and are flagged so an agent can decide.
 """
 import re
+from functools import lru_cache
 
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/:%$€£]*")
 _HAS_DIGIT = re.compile(r"\d")
@@ -30,7 +31,10 @@ def _tokens(text: str) -> list[str]:
     return [t.rstrip(_TRAILING).lower() for t in _TOKEN.findall(text)]
 
 
-def values(text: str) -> set[str]:
+# Conflict checks compare the same memories again on every search that shows them
+# (texts are at most MEMORY_MAX_STORE_CHARS, so the cache stays within tens of MB).
+@lru_cache(maxsize=4096)
+def values(text: str) -> frozenset[str]:
     """Numbers (with their unit), versions, and identifiers that contain a digit."""
     tokens = _tokens(text)
     found: set[str] = set()
@@ -46,14 +50,15 @@ def values(text: str) -> set[str]:
         elif match:
             token = match.group(1) + _UNITS.get(match.group(2), match.group(2))
         found.add(token.replace(",", ""))
-    return found
+    return frozenset(found)
 
 
-def subject(text: str) -> set[str]:
+@lru_cache(maxsize=4096)
+def subject(text: str) -> frozenset[str]:
     """Content words that are not values: what the memory is about."""
-    return {t for t in _tokens(text)
-            if t and t not in _STOPWORDS and not t[0].isdigit() and t not in _UNITS
-            and t not in _UNIT_ABBREVIATIONS}
+    return frozenset(t for t in _tokens(text)
+                     if t and t not in _STOPWORDS and not t[0].isdigit() and t not in _UNITS
+                     and t not in _UNIT_ABBREVIATIONS)
 
 
 def disagree(a: str, b: str) -> bool:

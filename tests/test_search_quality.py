@@ -217,3 +217,38 @@ def test_context_search_finds_the_answer_turn_through_the_daemon(call):
     assert {"vector", "keyword", "context", "importance", "recency"} <= set(parts)
     for mode in ("legacy", "rrf"):            # the other modes stay selectable per call
         assert call("memory_search", query=question, fusion=mode)["results"]
+
+
+def test_ranking_only_the_shown_places_exactly_keeps_them_identical():
+    """rank_context skips the neighbour share of candidates that cannot reach the first
+    `exact_top` places; those places (after the graph boost and demotion that follow) must
+    be exactly what the full ranking gives."""
+    from memnest_daemon.graph import Graph
+    from memnest_daemon.graph_signal import boost
+
+    rng = np.random.default_rng(11)
+    words = "lake paint concert guinea pig pottery birthday hike camp book".split()
+    memories = [_memory(i, " ".join(rng.choice(words, size=rng.integers(3, 9))),
+                        tags=["mel"] if i % 17 == 0 else (),
+                        minutes=i * 5 + (600 if i % 40 == 0 else 0)) for i in range(1, 601)]
+    store = _store(memories, {m.id: _unit(int(rng.integers(0, 60))) for m in memories})
+    store.graph = Graph([("SUPERSEDES", i + 1, i) for i in range(3, 600, 9)], [])
+    store.signal = {i: (float(rng.random()), int(rng.integers(0, 4)))
+                    for i in range(1, 601, 5)}
+    flt = search.SearchFilter(workspace="/ws")
+    skipped = 0
+    for seed in range(40):
+        query = " ".join(rng.choice(words, size=3))
+        vector = _unit(seed % 60)
+        for top in (1, 3, 10, 25):
+            full = search.demote_superseded(store.graph, boost(search.rank(
+                store, query, vector, flt, 100, "context", 60), store.signal, 0.1))
+            quick = search.demote_superseded(store.graph, boost(search.rank(
+                store, query, vector, flt, 100, "context", 60, exact_top=max(top, 3),
+                graph_boost=0.1), store.signal, 0.1))
+            assert len(quick) == len(full)
+            assert [(r.memory.id, round(r.score, 9)) for r in quick[:top]] == \
+                [(r.memory.id, round(r.score, 9)) for r in full[:top]]
+            exact = {r.memory.id: r.score for r in full}
+            skipped += sum(r.score < exact[r.memory.id] - 1e-12 for r in quick)
+    assert skipped > 0  # the shortcut was taken, so the equality above means something

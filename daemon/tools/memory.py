@@ -5,13 +5,12 @@ from ..graph_signal import boost
 from ..ingest import Item, ingest
 from ..records import Memory, content_hash, iso, normalise_tags, utcnow
 from ..screening import flag
-from ..search import SearchFilter, rank
+from ..search import SearchFilter, demote_superseded, rank
 from .common import (CATEGORY, ID, IDS, IMPORTANCE, ITEM, MAX_IDS, MAX_QUERY_CHARS, PREVIEW,
                      TAGS, clean_content, embed_with_progress, one_or_many, preview_chars,
                      visible)
 from .registry import ToolContext, tool
 
-SUPERSEDED_FACTOR = 0.5
 
 
 # -- memory_store ----------------------------------------------------------------------------
@@ -89,22 +88,26 @@ def memory_search(ctx: ToolContext, args: dict) -> dict:
     everywhere = args.get("global_search", False)
     query_vector = ctx.embedder.embed_one(query)  # outside the lock
     store = ctx.store
+    graph_weight = ctx.settings.dream.graph_weight
     with store.reading():
         ranked = rank(store, query, query_vector, SearchFilter(
             workspace=None if everywhere else ctx.workspace, category=args.get("category"),
             tags=normalise_tags(args.get("tags")),
             min_importance=args.get("min_importance", 1)),
             pool=max(ctx.settings.search_candidates, offset + top_k),
-            mode=args.get("fusion", ctx.settings.fusion), rrf_k=ctx.settings.rrf_k)
-        ranked = demote_superseded(store.graph, boost(ranked, store.signal,
-                                                      ctx.settings.dream.graph_weight))
+            mode=args.get("fusion", ctx.settings.fusion), rrf_k=ctx.settings.rrf_k,
+            # boost() reads the top three places: they must be exact too
+            exact_top=max(offset + top_k, 3),
+            graph_boost=graph_weight if store.signal else 0.0)
+        ranked = demote_superseded(store.graph, boost(ranked, store.signal, graph_weight))
         page = ranked[offset:offset + top_k]
         store.record_access(r.memory.id for r in page)
         preview = preview_chars(ctx, args)
-        allowed = workspace_ids(store, ctx.workspace)
+        flagged = conflicts(store, [r.memory for r in page], ctx.settings,
+                            workspace_ids(store, ctx.workspace))
         results = []
         for r in page:
-            item = annotate(store, r.memory, r.memory.view(preview), ctx.settings, allowed)
+            item = annotate(store, r.memory, r.memory.view(preview), flagged.get(r.memory.id))
             item["score"] = round(r.score, 4)
             if args.get("explain"):
                 item["explain"] = {k: round(v, 4) for k, v in r.parts.items()}
@@ -114,23 +117,10 @@ def memory_search(ctx: ToolContext, args: dict) -> dict:
             else "workspace"}
 
 
-def demote_superseded(graph, ranked: list) -> list:
-    """A memory another one supersedes ranks at half its score, unless the two are caught
-    in a SUPERSEDES cycle: then nobody knows which is current, and none is demoted."""
-    demoted = False
-    for r in ranked:
-        if graph.superseded_by(r.memory.id) and not graph.supersession_cycle(r.memory.id):
-            r.parts["superseded"] = -r.score * (1 - SUPERSEDED_FACTOR)
-            r.score *= SUPERSEDED_FACTOR
-            demoted = True
-    if demoted:
-        ranked.sort(key=lambda r: (-r.score, -r.memory.id))
-    return ranked
-
-
-def annotate(store, m: Memory, item: dict, settings, allowed) -> dict:
+def annotate(store, m: Memory, item: dict, found: list | None) -> dict:
     """What an agent should know about a memory it is shown: what replaced it, what it
-    conflicts with, whether its text tries to instruct the agent."""
+    conflicts with (`found`, from conflicts()), whether its text tries to instruct the
+    agent."""
     graph = store.graph
     superseded_by = graph.superseded_by(m.id)
     cycle = graph.supersession_cycle(m.id)
@@ -139,7 +129,6 @@ def annotate(store, m: Memory, item: dict, settings, allowed) -> dict:
     elif superseded_by:
         item["superseded"] = True
         item["superseded_by"] = superseded_by
-    found = conflicts(store, m, store.vectors.vector(m.id), settings, allowed)
     if found:
         item["conflicts"] = found
     return flag(item, m.content)
@@ -163,11 +152,12 @@ def memory_get(ctx: ToolContext, args: dict) -> dict:
         wanted = [i for i in dict.fromkeys(ids) if visible(ctx, store.catalog.get(i))]
         missing = [i for i in dict.fromkeys(ids) if i not in wanted]
         store.record_access(wanted)
-        allowed = workspace_ids(store, ctx.workspace) if wanted else None
+        flagged = conflicts(store, [store.catalog[i] for i in wanted], ctx.settings,
+                            workspace_ids(store, ctx.workspace)) if wanted else {}
         graph = store.graph
         for memory_id in wanted:
             m = store.catalog[memory_id]
-            item = annotate(store, m, m.view(), ctx.settings, allowed)
+            item = annotate(store, m, m.view(), flagged.get(memory_id))
             if args.get("include_edges", True):
                 item["edges"] = graph.of(memory_id)
             item["superseded"] = bool(graph.superseded_by(memory_id))

@@ -1,0 +1,61 @@
+"""The in-memory search indexes on their own: what a write makes visible, and when."""
+import time
+
+import numpy as np
+
+from memnest_daemon import indexes
+from memnest_daemon.indexes import KeywordIndex, VectorIndex
+from memnest_daemon.records import Memory, content_hash, utcnow
+
+
+def memory(memory_id: int, text: str, workspace: str = "/w") -> Memory:
+    now = utcnow()
+    return Memory(id=memory_id, content=text, content_hash=content_hash(text),
+                  category="general", tags=[], importance=3, access_count=0,
+                  workspace=workspace, created_at=now, updated_at=now, accessed_at=None,
+                  embedding_model="test")
+
+
+def test_keyword_writes_are_searchable_at_once_though_commits_are_deferred():
+    index = KeywordIndex()
+    for n in range(1, 30):
+        index.upsert_many([memory(n, f"note {n} about the payment worker queue")])
+        hits = dict(index.search("payment worker", 100))
+        assert set(hits) == set(range(1, n + 1))  # every write before this search
+    index.upsert_many([memory(5, "rewritten: the invoice mailer")])
+    index.remove_many([7])
+    assert 5 not in dict(index.search("payment", 100))
+    assert 7 not in dict(index.search("payment", 100))
+    assert dict(index.search("invoice mailer", 10)).keys() == {5}
+
+
+def test_a_quiet_keyword_index_commits_by_itself():
+    index = KeywordIndex()
+    index.upsert_many([memory(1, "the audit log rotates nightly")])
+    deadline = time.monotonic() + 5
+    while index._staged and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not index._staged, f"not committed {indexes.COMMIT_DELAY_S}s after a write"
+    assert dict(index.search("audit", 10)).keys() == {1}
+
+
+def test_vector_search_many_finds_each_querys_nearest_within_scope():
+    rng = np.random.default_rng(7)
+    index = VectorIndex(16)
+    vectors = rng.normal(size=(300, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    for n, v in enumerate(vectors, 1):
+        index.upsert(n, v)
+    index.remove(42)
+    allowed = set(range(1, 301, 3))
+    queries = vectors[:7]
+    for scope in (None, allowed):
+        live = [n for n in range(1, 301) if n != 42 and (scope is None or n in scope)]
+        for q, got in zip(queries, index.search_many(queries, scope, 11)):
+            expected = sorted(live, key=lambda n: -float(vectors[n - 1] @ q))[:11]
+            assert [n for n, _ in got] == expected
+            assert np.allclose([s for _, s in got], [vectors[n - 1] @ q for n in expected],
+                               atol=1e-5)
+    for q, got in zip(queries, index.search_many(queries, None, 11, min_score=0.5)):
+        expected = [n for n, s in index.search(q, None, 11) if s >= 0.5]
+        assert [n for n, _ in got] == expected
