@@ -52,6 +52,8 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
     `merge_into`, when given, limits semantic merging to those existing memories, and items of
     the batch are not merged with each other (memory_import: the memories of one export are
     already distinct, and are compared only with what the workspace held before)."""
+    if not items:
+        return []
     now = utcnow()
     allowed = workspace_ids(store, workspace)
     outcomes: list[Outcome] = []
@@ -65,7 +67,15 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
             changed[memory_id] = (store.catalog[memory_id].copy(updated_at=now), None)
         return changed[memory_id][0]
 
-    for item, vector in zip(items, vectors):
+    matrix = np.asarray(vectors, dtype=np.float32).reshape(len(items), -1)
+    # Every item's merge candidates among existing memories, from one matrix product: the
+    # index does not change until the batch commits.
+    pool = allowed if merge_into is None else \
+        merge_into if allowed is None else merge_into & allowed
+    existing = store.vectors.search_many(matrix, pool, 5, min_score=settings.dedup_threshold)
+    holder: dict[int, int] = {}  # item index -> the new memory that carries its vector
+
+    for index, (item, vector) in enumerate(zip(items, vectors)):
         digest = content_hash(item.content)
         same = next((m for m, _ in new.values() if m.content_hash == digest), None) \
             or store.find_hash(workspace, digest)
@@ -74,8 +84,13 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
             target.importance = min(5, target.importance + 1)
             outcomes.append(Outcome("duplicate", target))
             continue
-        candidate, similarity = _merge_candidate(store, allowed, new, item, vector, settings,
-                                                 merge_into)
+        candidates = [(store.catalog[i], s) for i, s in existing[index]]
+        if merge_into is None and index:  # earlier items of this batch
+            similar = matrix[:index] @ matrix[index]
+            candidates += [(new[holder[j]][0], float(similar[j]))
+                           for j in np.flatnonzero(similar >= settings.dedup_threshold)
+                           if j in holder]
+        candidate, similarity = _merge_candidate(candidates, item, settings)
         if candidate is not None:
             target = current(candidate.id)
             if len(item.content) > len(target.content):  # keep the fuller wording
@@ -83,6 +98,8 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
                 target.embedding_model = store.model
                 if target.id in new:
                     new[target.id] = (target, vector)
+                    holder = {j: i for j, i in holder.items() if i != target.id}
+                    holder[index] = target.id
                 else:
                     changed[target.id] = (target, vector)
             target.tags = list(dict.fromkeys(target.tags + item.tags))
@@ -95,6 +112,7 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
                    created_at=item.created_at or now, updated_at=item.updated_at or now,
                    accessed_at=item.accessed_at, embedding_model=store.model)
         new[m.id] = (m, vector)
+        holder[index] = m.id
         outcomes.append(Outcome("stored", m))
 
     with store.db.transaction() as db:
@@ -116,15 +134,10 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
     return outcomes
 
 
-def _merge_candidate(store, allowed, new, item: Item, vector, settings, merge_into=None):
-    """The memory (existing, or earlier in this batch) this item should merge into, if any:
+def _merge_candidate(candidates: list[tuple[Memory, float]], item: Item, settings):
+    """The memory among (memory, cosine) `candidates` this item should merge into, if any:
     same category, cosine at or above the dedup threshold, tags overlapping enough, and no
     value that differs between the two."""
-    pool = allowed if merge_into is None else \
-        merge_into if allowed is None else merge_into & allowed
-    candidates = [(store.catalog[i], s) for i, s in store.vectors.search(vector, pool, 5)]
-    if merge_into is None:
-        candidates += [(m, float(np.dot(v, vector))) for m, v in new.values()]
     for m, similarity in sorted(candidates, key=lambda c: -c[1]):
         if similarity < settings.dedup_threshold:
             break

@@ -67,11 +67,14 @@ def test_merge_inside_one_batch(call):
         {"content": "Staging deploys need the VPN to be connected"},
         {"content": "Staging deploys need the VPN to be connected first"},
         {"content": "Backups run nightly at 02:00"},
+        # compared with the merged memory as it now reads (the longer wording's vector)
+        {"content": "Staging deploys need the VPN to be connected first."},
     ])
     statuses = [r["status"] for r in batch["results"]]
-    assert statuses == ["stored", "merged", "stored"]
+    assert statuses == ["stored", "merged", "stored", "merged"]
+    assert batch["results"][3]["merged_into"] == batch["results"][0]["id"]
     assert batch["results"][1]["merged_into"] == batch["results"][0]["id"]
-    assert call("memory_get", id=batch["results"][0]["id"])["content"].endswith("first")
+    assert call("memory_get", id=batch["results"][0]["id"])["content"].endswith("first.")
 
 
 def test_merge_can_be_disabled_by_threshold(fresh_daemon, workspace):
