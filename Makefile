@@ -27,6 +27,12 @@ proto: install
 bench: install
 	$(PY) bench/core.py
 
+# The performance targets as ratios against floors measured in the same run (bench/perf.py;
+# --quick for a smoke run, --scale 100000 for the 100k figures).
+.PHONY: bench-perf
+bench-perf: install
+	$(PY) bench/perf.py
+
 # Retrieval quality: gold-evidence recall and MRR on the LOCOMO conversations (bench/locomo.py).
 .PHONY: bench-locomo
 bench-locomo: install
