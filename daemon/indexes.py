@@ -74,13 +74,23 @@ class VectorIndex:
             self._sorted = (self._generation, ids)
         return ids
 
-    def similarity(self, query: np.ndarray):
-        """A function id -> cosine similarity to `query` (0.0 for an unknown id), from one
-        matrix-vector product over every memory."""
-        n = len(self._row)
-        scores = (self._matrix[:n] @ query.astype(np.float32)).tolist()
+    def scores(self, query: np.ndarray) -> np.ndarray:
+        """Cosine similarity of `query` to every row (unit vectors), from one product."""
+        return self._matrix[:len(self._row)] @ query.astype(np.float32)
+
+    def similarity(self, scores: np.ndarray):
+        """A function id -> cosine similarity, over the result of scores() (0.0 for an
+        unknown id)."""
+        values = scores.tolist()
         rows = self._row
-        return lambda memory_id: scores[rows[memory_id]] if memory_id in rows else 0.0
+        return lambda memory_id: values[rows[memory_id]] if memory_id in rows else 0.0
+
+    def best(self, scores: np.ndarray, allowed: set[int] | None,
+             k: int) -> list[tuple[int, float]]:
+        """The k best ids among `allowed` (all when None) by the result of scores()."""
+        ids, rows = self._scope(allowed)
+        return self._top(ids, scores[None, :] if rows is None else scores[None, rows],
+                         k, -1.0)[0] if k > 0 else []
 
     def search(self, query: np.ndarray, allowed: set[int] | None, k: int) -> list[tuple[int, float]]:
         """The k most similar memories among `allowed` (all when None), best first."""
@@ -90,19 +100,31 @@ class VectorIndex:
                     min_score: float = -1.0) -> list[list[tuple[int, float]]]:
         """search() for each row of `queries`, from one pass over the matrix; only scores of
         at least `min_score` (a high floor skips most of the sorting)."""
-        n = len(self._row)
-        if n == 0 or k <= 0 or (allowed is not None and not allowed):
+        if k <= 0:
             return [[] for _ in queries]
-        ids = self._ids[:n]
-        scores = queries.astype(np.float32) @ self._matrix[:n].T  # one row per query
-        if allowed is not None:
-            mask = np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
-            ids, scores = ids[mask], scores[:, mask]
-        if len(ids) == 0:
-            return [[] for _ in queries]
-        k = min(k, len(ids))
+        ids, rows = self._scope(allowed)
+        scores = queries.astype(np.float32) @ self._matrix[:len(self._row)].T
+        return self._top(ids, scores if rows is None else scores[:, rows], k, min_score)
+
+    def _scope(self, allowed: set[int] | None) -> tuple[np.ndarray, np.ndarray | None]:
+        """The ids in scope and their rows (None: every row)."""
+        ids = self._ids[:len(self._row)]
+        if allowed is None:
+            return ids, None
+        rows = np.flatnonzero(np.isin(ids, np.fromiter(allowed, dtype=np.int64,
+                                                       count=len(allowed))))
+        return ids[rows], rows
+
+    @staticmethod
+    def _top(ids: np.ndarray, scores: np.ndarray, k: int,
+             min_score: float) -> list[list[tuple[int, float]]]:
+        """Per row of `scores` (columns aligned with `ids`): the k best, ties by id."""
         out = []
+        k = min(k, len(ids))
         for row in scores:
+            if k == 0:
+                out.append([])
+                continue
             top = np.flatnonzero(row >= min_score) if min_score > -1.0 else None
             if top is None or len(top) > k:
                 top = np.argpartition(-row, k - 1)[:k] if top is None else \
@@ -131,6 +153,7 @@ class KeywordIndex:
         # stage their documents; the next search commits them first (so it always sees every
         # acknowledged write), and a timer commits a quiet index so searches rarely wait.
         self._staged = False
+        self.version = 0  # bumped by every change to the documents
         self._ids: set[int] = set()
         # Each memory's distinct terms and every term's document frequency, for term-level
         # questions the BM25 query cannot answer (which query terms a memory contains).
@@ -162,6 +185,7 @@ class KeywordIndex:
                 self._ids.add(m.id)
                 terms = self._terms[m.id] = frozenset(self._analyzer.analyze(text))
                 self._df.update(terms)
+            self.version += 1
             self._stage()
 
     def remove_many(self, ids) -> None:
@@ -172,6 +196,7 @@ class KeywordIndex:
                     self._ids.discard(memory_id)
                     self._df.subtract(self._terms.pop(memory_id, ()))
             self._df = +self._df  # drop terms no memory has any more
+            self.version += 1
             self._stage()
 
     def analyse(self, text: str) -> list[str]:

@@ -150,19 +150,21 @@ def _neighbours(store, order: np.ndarray, m: Memory, reach: int) -> tuple[tuple[
 
 
 class _Layout:
-    """What depends only on which memories exist (ids, workspaces and creation times never
-    change): who neighbours whom. Kept per index until a memory is added or removed."""
+    """What depends only on which memories exist and what they say (ids, workspaces and
+    creation times never change): who neighbours whom, and the index terms of each memory's
+    window. Kept per index until a memory is added, removed or rewritten."""
 
     def __init__(self, key):
         self.key = key
         self.windows: dict[int, tuple[tuple[int, int], ...]] = {}
+        self.window_terms: dict[int, frozenset[str]] = {}
 
 
 _LAYOUTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def _layout(store, reach: int) -> _Layout:
-    key = (store.vectors.generation, reach)
+    key = (store.vectors.generation, store.keywords.version, reach)
     layout = _LAYOUTS.get(store.vectors)
     if layout is None or layout.key != key:
         layout = _LAYOUTS[store.vectors] = _Layout(key)
@@ -190,12 +192,14 @@ def rank_context(store, q: QueryAnalysis, query_vector, flt: SearchFilter, pool:
     share: it stays in the list, below every place that is shown."""
     catalog, keywords = store.catalog, store.keywords
     reach = len(NEIGHBOUR_WEIGHTS)
-    windows = _layout(store, reach).windows
+    layout = _layout(store, reach)
+    windows, window_terms = layout.windows, layout.window_terms
     order = store.vectors.sorted_ids()
     allowed = scope_ids(store, flt)
-    cosine = store.vectors.similarity(query_vector)
+    scores = store.vectors.scores(query_vector)
+    cosine = store.vectors.similarity(scores)
     # Candidates: each channel's best `pool` within the filter.
-    vector_hits = store.vectors.search(query_vector, allowed, pool)
+    vector_hits = store.vectors.best(scores, allowed, pool)
     keyword_hits = [(i, s) for i, s in keywords.search(
         " ".join(q.keywords), pool, flt.workspace, [flt.category] if flt.category else None,
         flt.tags or None) if allowed is None or i in allowed]
@@ -205,30 +209,29 @@ def rank_context(store, q: QueryAnalysis, query_vector, flt: SearchFilter, pool:
                                                     [i for i, _ in keyword_hits])
                   if i in catalog and flt.admits(catalog[i])]
 
-    # The query's index terms, one bit each, with their IDF weights: a memory's coverage is
-    # the weight of the bits found in it or its neighbours.
+    # The query's index terms with their IDF weights: a memory's coverage is the weight of
+    # those found in it or its neighbours.
     idf = {t: keywords.idf(t) for t in dict.fromkeys(keywords.analyse(" ".join(q.keywords)))}
     weights = {t: w for t, w in idf.items() if w > 0}
-    bit_of = {t: 1 << n for n, t in enumerate(weights)}
-    query_terms = frozenset(bit_of)
+    query_terms = frozenset(weights)
     idf_total = sum(weights.values())
-    masks: dict[int, int] = {}
-    covered_by_mask: dict[int, float] = {}
-
-    def mask(memory_id: int) -> int:
-        got = masks.get(memory_id)
-        if got is None:
-            got = 0
-            for t in query_terms.intersection(keywords.terms_of(memory_id)):
-                got |= bit_of[t]
-            masks[memory_id] = got
-        return got
+    covered_by: dict[frozenset, float] = {}
 
     def window(memory_id: int) -> tuple[tuple[int, int], ...]:
         """(distance, id) of the memory's neighbours."""
         got = windows.get(memory_id)
         if got is None:
             got = windows[memory_id] = _neighbours(store, order, catalog[memory_id], reach)
+        return got
+
+    def terms_around(memory_id: int) -> frozenset[str]:
+        """The index terms of the memory and its neighbours."""
+        got = window_terms.get(memory_id)
+        if got is None:
+            got = keywords.terms_of(memory_id).union(
+                *(keywords.terms_of(other) for _, other in window(memory_id)
+                  if other in catalog))
+            window_terms[memory_id] = got
         return got
 
     bases: dict[int, tuple[float, dict]] = {}
@@ -242,14 +245,11 @@ def rank_context(store, q: QueryAnalysis, query_vector, flt: SearchFilter, pool:
             parts = {"vector": CONTEXT_VECTOR_WEIGHT * max(0.0, cosine(memory_id)),
                      "keyword": CONTEXT_KEYWORD_WEIGHT * keyword.get(memory_id, 0.0)}
             if idf_total > 0:
-                seen = mask(memory_id)
-                for _, other in window(memory_id):
-                    if other in catalog:
-                        seen |= mask(other)
-                covered = covered_by_mask.get(seen)
+                seen = query_terms.intersection(terms_around(memory_id))
+                covered = covered_by.get(seen)
                 if covered is None:
-                    covered = covered_by_mask[seen] = sum(
-                        w for t, w in weights.items() if seen & bit_of[t])
+                    covered = covered_by[seen] = sum(
+                        w for t, w in weights.items() if t in seen)
                 parts["coverage"] = COVERAGE_WEIGHT * covered / idf_total
             for tag in catalog[memory_id].tags:
                 named = tag_named.get(tag)

@@ -59,3 +59,7 @@ def test_vector_search_many_finds_each_querys_nearest_within_scope():
     for q, got in zip(queries, index.search_many(queries, None, 11, min_score=0.5)):
         expected = [n for n, s in index.search(q, None, 11) if s >= 0.5]
         assert [n for n, _ in got] == expected
+    for q in queries:
+        for scope in (None, allowed, set()):
+            assert [n for n, _ in index.best(index.scores(q), scope, 11)] == \
+                [n for n, _ in index.search(q, scope, 11)]

@@ -67,7 +67,7 @@ def test_vector_index_generation_sorted_ids_and_similarity():
     g1 = v.generation
     v.upsert(5, _unit(1))                     # re-embedding is not a change of membership
     assert v.generation == g1
-    similarity = v.similarity(_unit(1))
+    similarity = v.similarity(v.scores(_unit(1)))
     assert similarity(5) == pytest.approx(1.0) and similarity(9) < 1.0
     assert similarity(12345) == 0.0
     v.remove(2)
