@@ -18,7 +18,6 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
@@ -27,6 +26,8 @@ from memnest_proto import memnest_pb2 as pb
 from memnest_proto import memnest_pb2_grpc as pb_grpc
 from memnest_proto import paths
 from memnest_proto.version import PROTOCOL_VERSION, VERSION
+
+from .errors import DaemonUnavailable, ToolFailure
 
 log = logging.getLogger("memnest.client")
 
@@ -37,19 +38,6 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 DRAIN_WAIT_S = 45.0
 # How long to let a service manager bring its daemon back after an upgrade before starting one.
 MANAGER_RESTART_WAIT_S = 15.0
-
-
-class DaemonUnavailable(RuntimeError):
-    """The daemon could not be reached or started; the message says why and what to do."""
-
-
-@dataclass
-class ToolFailure(Exception):
-    code: str
-    message: str
-
-    def __str__(self) -> str:
-        return self.message
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -141,6 +129,26 @@ class DaemonClient:
             status = self._await_daemon(spawn=self.autostart)
         status = self._handshake(status)
         self._checked_pid = status.pid
+
+    def tools_if_running(self) -> tuple[int, list[pb.ToolDefinition]] | None:
+        """The tools of a daemon that already runs and needs no upgrade, with its pid, else
+        None. Starts and replaces no daemon: the first call does that (ensure_running)."""
+        status = self._probe()
+        if status is None or status.protocol_version != self.protocol or \
+                version_key(status.version) < version_key(self.version):
+            return None
+        self._checked_pid = status.pid
+        try:
+            tools = self._connect().ListTools(pb.ListToolsRequest(), timeout=5).tools
+        except grpc.RpcError:
+            self.close()
+            return None
+        return status.pid, list(tools)
+
+    @property
+    def accepted_pid(self) -> int | None:
+        """The daemon whose version this client accepted, until its connection drops."""
+        return self._checked_pid
 
     def start_daemon(self) -> None:
         """Start memnestd detached (its own session, output to its log) unless one is

@@ -1,127 +1,51 @@
 """memnest-mcp: a stdio MCP server that forwards every tool call to memnestd.
 
-Its tools are data fetched from the daemon, not functions defined here, so it uses the SDK's
-low-level server. It exits when its client closes stdin; the daemon stays for other clients.
+Importing the MCP SDK is most of the start-up, so main() first starts a thread that imports
+the gRPC client and fetches the tools of a daemon already running, then imports the server
+(mcp_server) while that thread works. Starting or upgrading a daemon is left to the first
+call, as before.
 """
-import json
 import logging
 import sys
-import warnings
-
-import anyio
-import anyio.to_thread
-import mcp_types as types
-from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
+import threading
 
 from memnest_proto.version import VERSION
 
-from . import workspace as ws
-from .client import DaemonClient, DaemonUnavailable, ToolFailure
-from .render import render, response_format
 
-log = logging.getLogger("memnest-mcp")
-ROOTS_TIMEOUT_S = 2.0
+class Warmup(threading.Thread):
+    """Loads the daemon client off the main thread; the client is used only once it is done."""
 
-
-class Shim:
     def __init__(self):
-        self.client = DaemonClient(client_name="memnest-mcp")
-        self.workspace: str | None = ws.from_env()
-        self.db_path = ws.db_path_override()
-        self.format = response_format()
+        super().__init__(name="memnest-warmup", daemon=True)
+        self._client = None
+        self._error: BaseException | None = None
+        self._tools = None  # (daemon pid, tool definitions) when a daemon already ran
 
-    async def resolve_workspace(self, ctx) -> str:
-        if self.workspace is None:
-            self.workspace = await self._workspace_from_roots(ctx) or ws.from_cwd()
-            log.info("workspace: %s", self.workspace)
-        return self.workspace
-
-    async def _workspace_from_roots(self, ctx) -> str | None:
-        caps = ctx.session.client_capabilities
-        if caps is None or caps.roots is None or not ctx.session.can_send_request:
-            return None
+    def run(self) -> None:
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # roots is deprecated in newest protocol
-                with anyio.fail_after(ROOTS_TIMEOUT_S):
-                    result = await ctx.session.list_roots()
-        except Exception as exc:  # a client that declares roots but cannot answer
-            log.info("client roots unavailable (%s); using the current directory", exc)
-            return None
-        for root in result.roots:
-            path = ws.from_root_uri(str(root.uri))
-            if path:
-                return path
-        return None
+            from .client import DaemonClient  # gRPC and protobuf: the shim's own import cost
 
-    async def list_tools(self, ctx, params) -> types.ListToolsResult:
-        try:
-            definitions = await anyio.to_thread.run_sync(self.client.list_tools)
-        except DaemonUnavailable as exc:
-            raise RuntimeError(str(exc)) from None
-        return types.ListToolsResult(tools=[
-            types.Tool(
-                name=d.name, description=d.description,
-                input_schema=json.loads(d.input_schema_json),
-                annotations=types.ToolAnnotations(
-                    title=d.annotations.title or None,
-                    read_only_hint=d.annotations.read_only_hint,
-                    destructive_hint=d.annotations.destructive_hint,
-                    idempotent_hint=d.annotations.idempotent_hint,
-                    open_world_hint=d.annotations.open_world_hint))
-            for d in definitions])
+            self._client = DaemonClient(client_name="memnest-mcp")
+            self._tools = self._client.tools_if_running()
+        except BaseException as exc:  # raised again where the client is needed
+            self._error = exc
 
-    async def call_tool(self, ctx, params) -> types.CallToolResult:
-        workspace = await self.resolve_workspace(ctx)
-        arguments = dict(params.arguments or {})
-        on_progress = None
-        token = (ctx.meta or {}).get("progress_token")
-        if token is not None:  # the client wants progress: stream the call from the daemon
-            session = ctx.session
+    def client(self):
+        self.join()
+        if self._error is not None:
+            raise self._error
+        return self._client
 
-            def on_progress(done: float, total: float, message: str) -> None:
-                anyio.from_thread.run(session.send_progress_notification,
-                                      token, done, total or None, message or None)
+    def take_tools(self):
+        """The tools fetched at start, once: later lists come from the daemon."""
+        self.join()
+        tools, self._tools = self._tools, None
+        return tools
 
-        try:
-            result = await anyio.to_thread.run_sync(
-                lambda: self.client.call_tool(params.name, arguments, workspace, self.db_path,
-                                              on_progress))
-        except ToolFailure as exc:
-            return _error(f"{exc.code}: {exc.message}")
-        except DaemonUnavailable as exc:
-            return _error(f"memnest daemon unavailable: {exc}")
-        if isinstance(result, dict) and isinstance(result.get("session"), dict):
-            self.apply(result["session"])
-        text = render(result, self.format)
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                    structured_content=result if isinstance(result, dict)
-                                    else None)
-
-
-    def apply(self, session: dict) -> None:
-        """A tool (memory_set_workspace) pinned this session to another workspace."""
-        if session.get("workspace"):
-            self.workspace = session["workspace"]
-            self.db_path = session.get("db_path", "")
-            log.info("workspace pinned to %s", self.workspace)
-
-
-def _error(message: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=message)],
-                                is_error=True)
-
-
-async def serve() -> None:
-    shim = Shim()
-    server = Server("memnest", version=VERSION,
-                    instructions="Persistent memory for this project: search it before you "
-                                 "answer, store decisions, preferences and lessons as you go.",
-                    on_list_tools=shim.list_tools, on_call_tool=shim.call_tool)
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
-    shim.client.close()
+    def close(self) -> None:
+        self.join()
+        if self._client is not None:
+            self._client.close()
 
 
 def main() -> None:
@@ -130,10 +54,11 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] in ("--version", "-V"):
         print(f"memnest-mcp {VERSION}")
         return
-    try:
-        anyio.run(serve)
-    except KeyboardInterrupt:
-        pass
+    warmup = Warmup()
+    warmup.start()
+    from .mcp_server import run  # the MCP SDK, imported while the warm-up connects
+
+    run(warmup)
 
 
 if __name__ == "__main__":
