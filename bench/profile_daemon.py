@@ -16,6 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
+
 sys.path.insert(0, str(Path(__file__).parent))
 import memnest_daemon  # noqa: E402,F401  (sets the BLAS thread count before numpy loads)
 from core import OFFLINE_MODEL, synthetic_queries, synthetic_texts  # noqa: E402
@@ -65,7 +67,9 @@ def main() -> int:
     for start in range(have, opts.size, 250):
         call(ctx_args, "memory_store", {"items": [{"content": t}
                                                   for t in texts[start:start + 250]]})
-    print(f"ingested {opts.size - have} in {time.perf_counter() - t0:.1f}s")
+    print(f"ingested {opts.size - have} in {time.perf_counter() - t0:.1f}s; this process's RSS "
+          f"{psutil.Process().memory_info().rss / 2**20:.0f} MB (buffer pool "
+          f"{settings.buffer_pool_mb} MB)")
     queries = synthetic_queries(opts.reps, set(texts))
     extra = texts[opts.size:]
 

@@ -142,6 +142,7 @@ class MemoryStore:
         """Rebuild the catalog and both indexes from the database: after anything changed
         the database behind the daemon's back (a raw Cypher write). Write lock held."""
         self._save_access()  # the catalog is about to be rebuilt: keep what it counted
+        self.db.forget_prepared()  # the schema may have changed too
         self.vectors = VectorIndex(self.vectors.dim)
         self.keywords = KeywordIndex()
         self._load()
