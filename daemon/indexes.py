@@ -45,6 +45,19 @@ class VectorIndex:
             self._generation += 1
         self._matrix[row] = vector
 
+    def load(self, ids: list[int], matrix: np.ndarray) -> None:
+        """Fill an empty index in one step (opening a database)."""
+        assert not self._row, "load() fills an empty index"
+        if not ids:
+            return
+        capacity = max(64, 1 << (len(ids) - 1).bit_length())
+        self._matrix = np.zeros((capacity, self.dim), dtype=np.float32)
+        self._matrix[:len(ids)] = matrix
+        self._ids = np.zeros(capacity, dtype=np.int64)
+        self._ids[:len(ids)] = ids
+        self._row = {memory_id: row for row, memory_id in enumerate(ids)}
+        self._generation += 1
+
     def remove(self, memory_id: int) -> None:
         row = self._row.pop(memory_id, None)
         if row is None:

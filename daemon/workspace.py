@@ -45,12 +45,11 @@ class MemoryStore:
                  time.monotonic() - started)
 
     def _load(self) -> None:
-        memories, vectors = self.db.load_all()
+        memories, embedded_ids, matrix = self.db.load_all()
         self.catalog = {m.id: m for m in memories}
         self.per_workspace = Counter(m.workspace for m in memories)
         self._by_hash = {(m.workspace, m.content_hash): m.id for m in memories}
-        for memory_id, vector in vectors:
-            self.vectors.upsert(memory_id, vector)
+        self.vectors.load(embedded_ids, matrix)
         self.keywords.upsert_many(memories)
         self.graph = Graph(self.db.load_edges(), self.db.load_verdicts())
         self.signal = self.db.load_signal()  # memory id -> (pagerank, community)

@@ -63,3 +63,19 @@ def test_vector_search_many_finds_each_querys_nearest_within_scope():
         for scope in (None, allowed, set()):
             assert [n for n, _ in index.best(index.scores(q), scope, 11)] == \
                 [n for n, _ in index.search(q, scope, 11)]
+
+
+def test_vector_index_loaded_in_one_step_behaves_like_one_filled_row_by_row():
+    rng = np.random.default_rng(5)
+    vectors = rng.normal(size=(100, 16)).astype(np.float32)
+    ids = list(range(3, 303, 3))
+    loaded, filled = VectorIndex(16), VectorIndex(16)
+    loaded.load(ids, vectors)
+    for memory_id, v in zip(ids, vectors):
+        filled.upsert(memory_id, v)
+    assert len(loaded) == 100 and loaded.sorted_ids().tolist() == ids
+    for q in vectors[:5]:
+        assert loaded.search(q, None, 7) == filled.search(q, None, 7)
+    loaded.upsert(999, vectors[0])  # grows past what load() allocated as it must
+    loaded.remove(3)
+    assert len(loaded) == 100 and np.allclose(loaded.vector(999), vectors[0])
