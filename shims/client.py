@@ -66,6 +66,7 @@ class DaemonClient:
         self.autostart = autostart
         self.version, self.protocol = version, protocol
         self._channel: grpc.Channel | None = None
+        self._watcher = None  # our connectivity callback on _channel
         self._stub: pb_grpc.MemnestStub | None = None
         self._checked_pid: int | None = None  # the daemon whose version we have accepted
         self._upgrade_tried = False
@@ -82,7 +83,8 @@ class DaemonClient:
                          ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                          ("grpc.enable_retries", 0)])
             self._stub = pb_grpc.MemnestStub(self._channel)
-            self._channel.subscribe(self._watch(self._channel))
+            self._watcher = self._watch(self._channel)
+            self._channel.subscribe(self._watcher)
         return self._stub
 
     def _watch(self, channel: grpc.Channel):
@@ -102,9 +104,18 @@ class DaemonClient:
 
     def close(self) -> None:
         if self._channel is not None:
+            # Unsubscribed first, gRPC's polling thread ends by itself; still subscribed, it
+            # would poll the closed channel and die with "Cannot monitor channel state".
+            self._channel.unsubscribe(self._watcher)
             self._channel.close()
         self._channel = self._stub = None
         self._checked_pid = None
+
+    def __del__(self):
+        try:
+            self.close()  # a client dropped without close() must not leave a poller behind
+        except Exception:  # noqa: BLE001 (interpreter shutdown: modules may be gone)
+            pass
 
     def status(self, timeout: float = 5.0) -> pb.StatusResponse:
         return self._connect().Status(pb.StatusRequest(), timeout=timeout)

@@ -32,7 +32,6 @@ def _served(stub, ws) -> float:
     return time.perf_counter() - t0
 
 
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_hang_up_deadline_and_flood(fresh_daemon, workspace):
     fresh_daemon.start()
     proc = psutil.Process(fresh_daemon.pids()[0])

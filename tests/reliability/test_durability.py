@@ -12,7 +12,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
 import real_ladybug
 
 from memnest_daemon.database import Database
@@ -23,9 +22,6 @@ WORDS = ("cache schema index deploy rollback token queue worker shard replica le
          "ledger cursor webhook cron bucket tenant mirror fence").split()
 
 
-# grpc's connectivity-polling thread raises "Channel closed!" when a subscribed channel is
-# closed while the daemon is being killed: a client-side warning, not a failure.
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_acknowledged_writes_survive_random_kill_9(fresh_daemon, workspace):
     rng = random.Random(20261129)
     fresh_daemon.start()

@@ -10,7 +10,6 @@ import statistics
 import time
 
 import anyio
-import pytest
 
 SHIMS = 8
 OPS = int(os.environ.get("MEMNEST_LOAD_OPS", "300" if os.environ.get("MEMNEST_SOAK") else "60"))
@@ -23,7 +22,6 @@ def _ok(result) -> dict:
     return json.loads(result.content[0].text)
 
 
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_eight_shims_mixed_operations_on_two_workspaces(fresh_daemon, tmp_path):
     workspaces = [tmp_path / "ws-a", tmp_path / "ws-b"]
     for ws in workspaces:
