@@ -80,7 +80,7 @@ class MemnestService(pb_grpc.MemnestServicer):
             for t in TOOLS.values()])
 
     def CallTool(self, request, context):
-        return self._call(request, lambda done, total, message: None)
+        return self._call(request, lambda done, total, message: None, context.is_active)
 
     def CallToolStream(self, request, context):
         events: queue.Queue = queue.Queue()
@@ -90,7 +90,8 @@ class MemnestService(pb_grpc.MemnestServicer):
                 progress=done, total=total, message=message)))
 
         def work():
-            events.put(pb.CallToolEvent(result=self._call(request, progress)))
+            events.put(pb.CallToolEvent(result=self._call(request, progress,
+                                                           context.is_active)))
 
         threading.Thread(target=work, name=f"stream-{request.tool}", daemon=True).start()
         while True:
@@ -99,7 +100,7 @@ class MemnestService(pb_grpc.MemnestServicer):
             if event.HasField("result"):
                 return
 
-    def _call(self, request, progress) -> pb.CallToolResponse:
+    def _call(self, request, progress, still_wanted) -> pb.CallToolResponse:
         started = time.monotonic()
         self.runtime.begin()
         ctx = None
@@ -113,7 +114,8 @@ class MemnestService(pb_grpc.MemnestServicer):
             ctx = ToolContext(workspace=check_workspace(request.workspace),
                               db_path=request.db_path, stores=self.runtime.stores,
                               embedder=self.runtime.embedder, settings=self.settings,
-                              runtime=self.runtime.facts, progress=progress)
+                              runtime=self.runtime.facts, progress=progress,
+                              still_wanted=still_wanted)
             result = tool.handler(ctx, arguments)
             return pb.CallToolResponse(result_json=json.dumps(result, ensure_ascii=False,
                                                               default=str))

@@ -43,6 +43,7 @@ def memory_store(ctx: ToolContext, args: dict) -> dict:
     vectors = embed_with_progress(ctx, [i.content for i in items])  # slow: outside the lock
     store = ctx.store
     with store.writing():
+        ctx.check_still_wanted()
         outcomes = ingest(store, ctx.workspace, items, vectors, ctx.settings)
     results = [o.view() for o in outcomes]
     if not batch:

@@ -10,7 +10,7 @@ from typing import Callable
 import jsonschema
 from jsonschema import validators
 
-from ..errors import invalid
+from ..errors import ToolError, invalid
 
 # JSON Schema counts 2.0 as an integer; tools slice and count with these values, so only
 # real integers pass (and booleans, which Python treats as ints, do not).
@@ -28,6 +28,7 @@ class ToolContext:
     settings: object      # Settings
     runtime: object       # daemon runtime facts for stats
     progress: Callable[[float, float, str], None] = lambda done, total, message: None
+    still_wanted: Callable[[], bool] = lambda: True  # False once the caller has gone
     _store: object = None
 
     @property
@@ -36,6 +37,13 @@ class ToolContext:
         if self._store is None:
             self._store = self.stores.acquire(self.workspace, self.db_path)
         return self._store
+
+    def check_still_wanted(self) -> None:
+        """Before a write: a caller that hung up or passed its deadline will never learn
+        what was stored, so nothing is."""
+        if not self.still_wanted():
+            raise ToolError("cancelled", "the caller hung up or its deadline passed before "
+                                         "this write was committed; nothing was written")
 
     def close(self) -> None:
         if self._store is not None:

@@ -322,6 +322,7 @@ def memory_import(ctx: ToolContext, args: dict) -> dict:
     for start in range(0, len(items), IMPORT_CHUNK):
         chunk = range(start, min(start + IMPORT_CHUNK, len(items)))
         with store.writing():
+            ctx.check_still_wanted()  # chunks already written stay: importing is idempotent
             if before is None:  # what the workspace held before this import
                 before = {i for i, m in store.catalog.items() if m.workspace == workspace}
             pending = []

@@ -1,7 +1,8 @@
 """Clients that misbehave: one hangs up in the middle of a big streamed batch, one gives up
 at its deadline while the daemon still works, one floods 1,000 calls without waiting. The
-daemon keeps serving everyone else, stays one process, keeps its indexes healthy, and its
-resident memory stays bounded (printed before/after)."""
+daemon keeps serving everyone else, stays one process, keeps its indexes healthy, writes
+nothing for the callers that left, and its resident memory stays bounded (printed
+before/after)."""
 import time
 
 import grpc
@@ -89,6 +90,14 @@ def test_hang_up_deadline_and_flood(fresh_daemon, workspace):
     import json
     health = json.loads(stats.result_json)["index_health"]
     assert health["healthy"], health
+    # Neither abandoned batch was written: their callers could never learn the ids.
+    abandoned = stub.CallTool(pb.CallToolRequest(
+        tool="memory_query", workspace=str(workspace), arguments_json=json.dumps({
+            "cypher_query": "MATCH (m:Memory) WHERE m.content STARTS WITH 'hangup' OR "
+                            "m.content STARTS WITH 'deadline' RETURN count(m) AS n"})),
+        timeout=60)
+    assert json.loads(abandoned.result_json)["rows"] == [{"n": 0}], abandoned
+    assert "cancelled" in fresh_daemon.log.read_text()
     assert fresh_daemon.pids() == [proc.pid]
     rss_after = proc.memory_info().rss
     other.close()
