@@ -23,22 +23,29 @@ def workspace_ids(store, workspace: str) -> set[int] | None:
     return scope_ids(store, SearchFilter(workspace=workspace))
 
 
-def conflicts(store, memories: list[Memory], settings,
-              allowed: set[int] | None) -> dict[int, list[dict]]:
-    """For each of `memories`, the memories among `allowed` (its workspace, see
-    workspace_ids) that look like it, unless an agent already settled the pair (a
-    keep-separate verdict or a SUPERSEDES link); by memory id, only those with any. One
-    pass over the vector matrix for the lot. Read or write lock held."""
-    embedded = [(m, v) for m, v in ((m, store.vectors.vector(m.id)) for m in memories)
+def conflicts(store, memories: list[Memory], settings, workspace: str) -> dict[int, list[dict]]:
+    """For each of `memories`, the memories of `workspace` that look like it, unless an
+    agent already settled the pair (a keep-separate verdict or a SUPERSEDES link); by memory
+    id, only those with any. One pass over the vector matrix for those not already known
+    since the last change to the store. Read or write lock held."""
+    key = (store.version, store.graph.version)
+    cached, known = getattr(store, "conflict_cache", (None, {}))
+    if cached != key:
+        known = {}
+        store.conflict_cache = (key, known)  # replaced whole: readers share it safely
+    todo = [m for m in memories if (m.id, workspace) not in known]
+    embedded = [(m, v) for m, v in ((m, store.vectors.vector(m.id)) for m in todo)
                 if v is not None]
-    if not embedded:
-        return {}
-    floor = min(settings.conflict_threshold, settings.conflict_value_floor)
-    nearest = store.vectors.search_many(np.stack([v for _, v in embedded]), allowed,
-                                        NEIGHBOURS + 1, min_score=floor)
+    if embedded:
+        floor = min(settings.conflict_threshold, settings.conflict_value_floor)
+        nearest = store.vectors.search_many(np.stack([v for _, v in embedded]),
+                                            workspace_ids(store, workspace), NEIGHBOURS + 1,
+                                            min_score=floor)
+        for (m, _), hits in zip(embedded, nearest):
+            known[(m.id, workspace)] = _flags(store, m, hits, settings)
     found = {}
-    for (m, _), hits in zip(embedded, nearest):
-        flagged = _flags(store, m, hits, settings)
+    for m in memories:
+        flagged = known.get((m.id, workspace))
         if flagged:
             found[m.id] = flagged
     return found

@@ -13,6 +13,7 @@ class Graph:
         self.separate: set[tuple[int, int]] = {pair(a, b) for a, b in verdicts}
         self._cycles: dict[int, list[int]] | None = None
         self._superseders: dict[int, list[int]] | None = None
+        self.version = 0  # bumped by every change
 
     # -- changes (write lock held) -------------------------------------------------------
 
@@ -26,6 +27,7 @@ class Graph:
 
     def keep_separate(self, a: int, b: int) -> None:
         self.separate.add(pair(a, b))
+        self.version += 1
 
     def forget(self, ids) -> None:
         """Deleted memories take their edges and verdicts with them."""
@@ -36,6 +38,7 @@ class Graph:
 
     def _changed(self) -> None:
         self._cycles = self._superseders = None
+        self.version += 1
 
     # -- questions -----------------------------------------------------------------------
 

@@ -126,12 +126,10 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
             db.update(m, vector, store.catalog[memory_id].tags)
     store.indexed([m for m, _ in new.values()] + [m for m, _ in changed.values()],
                   {i: v for i, (_, v) in {**new, **changed}.items() if v is not None})
-    if allowed is not None:
-        allowed.update(new)
     if not flag_conflicts:
         return outcomes
     found = conflicts(store, [o.memory for o in outcomes if o.status == "stored"], settings,
-                      allowed)
+                      workspace)
     for outcome in outcomes:
         if outcome.status == "stored":
             outcome.conflicts = found.get(outcome.memory.id, [])

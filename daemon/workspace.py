@@ -40,6 +40,7 @@ class MemoryStore:
         self.vectors = VectorIndex(dim)
         self.keywords = KeywordIndex()
         self.last_used = time.monotonic()
+        self.version = 0  # bumped by every change to the catalog or the indexes
         self._load()
         log.info("opened %s: %d memories in %.2fs", db_path, len(self.catalog),
                  time.monotonic() - started)
@@ -82,6 +83,7 @@ class MemoryStore:
     # -- derived state, updated after a commit (write lock held) -------------------------
 
     def indexed(self, memories: list[Memory], embeddings: dict[int, np.ndarray]) -> None:
+        self.version += 1
         for m in memories:
             old = self.catalog.get(m.id)
             if old is not None:
@@ -96,6 +98,7 @@ class MemoryStore:
         self.keywords.upsert_many(memories)
 
     def unindexed(self, ids: list[int]) -> None:
+        self.version += 1
         self.graph.forget(ids)
         for memory_id in ids:
             self.signal.pop(memory_id, None)
@@ -144,6 +147,7 @@ class MemoryStore:
         self.db.forget_prepared()  # the schema may have changed too
         self.vectors = VectorIndex(self.vectors.dim)
         self.keywords = KeywordIndex()
+        self.version += 1
         self._load()
 
     # -- reads (read lock held) ----------------------------------------------------------

@@ -48,6 +48,14 @@ def test_values_that_differ_never_merge_and_are_flagged(call):
     call("memory_keep_separate", pairs=[[b["id"], a["id"]]])
     hit = call("memory_search", query="checkout p95 latency")["results"]
     assert not any(r.get("conflicts") for r in hit)
+    # A new memory that disagrees with both is flagged on the next search...
+    c = call("memory_store", content="The checkout service p95 latency is 700ms")
+    hit = {r["id"]: r for r in call("memory_search", query="checkout p95 latency")["results"]}
+    assert c["id"] in {x["memory_id"] for x in hit[a["id"]].get("conflicts", [])}
+    # ...until it is settled by a link.
+    call("memory_relate", from_id=c["id"], to_id=a["id"], relationship="SUPERSEDES")
+    hit = {r["id"]: r for r in call("memory_search", query="checkout p95 latency")["results"]}
+    assert c["id"] not in {x["memory_id"] for x in hit[a["id"]].get("conflicts", [])}
 
 
 def test_tag_gate_keeps_differently_tagged_twins_apart(call):

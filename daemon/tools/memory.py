@@ -1,5 +1,5 @@
 """The core memory tools: store, search, get, list, update, delete, stats."""
-from ..conflicts import conflicts, workspace_ids
+from ..conflicts import conflicts
 from ..errors import invalid, not_found
 from ..graph_signal import boost
 from ..ingest import Item, ingest
@@ -104,8 +104,7 @@ def memory_search(ctx: ToolContext, args: dict) -> dict:
         page = ranked[offset:offset + top_k]
         store.record_access(r.memory.id for r in page)
         preview = preview_chars(ctx, args)
-        flagged = conflicts(store, [r.memory for r in page], ctx.settings,
-                            workspace_ids(store, ctx.workspace))
+        flagged = conflicts(store, [r.memory for r in page], ctx.settings, ctx.workspace)
         results = []
         for r in page:
             item = annotate(store, r.memory, r.memory.view(preview), flagged.get(r.memory.id))
@@ -154,7 +153,7 @@ def memory_get(ctx: ToolContext, args: dict) -> dict:
         missing = [i for i in dict.fromkeys(ids) if i not in wanted]
         store.record_access(wanted)
         flagged = conflicts(store, [store.catalog[i] for i in wanted], ctx.settings,
-                            workspace_ids(store, ctx.workspace)) if wanted else {}
+                            ctx.workspace) if wanted else {}
         graph = store.graph
         for memory_id in wanted:
             m = store.catalog[memory_id]
