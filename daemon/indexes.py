@@ -116,7 +116,8 @@ class VectorIndex:
         if k <= 0:
             return [[] for _ in queries]
         ids, rows = self._scope(allowed)
-        scores = queries.astype(np.float32) @ self._matrix[:len(self._row)].T
+        # matrix @ queries.T measured 2 ms where queries @ matrix.T took 3.5-12 ms (10 x 10k)
+        scores = (self._matrix[:len(self._row)] @ queries.astype(np.float32).T).T
         return self._top(ids, scores if rows is None else scores[:, rows], k, min_score)
 
     def _scope(self, allowed: set[int] | None) -> tuple[np.ndarray, np.ndarray | None]:
