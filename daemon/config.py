@@ -79,6 +79,8 @@ class Settings:
     latency_warn_ms: float
     buffer_pool_mb: int
     max_db_gb: int
+    db_threads: int
+    embed_threads: int
     idle_close_minutes: float
     dedup_threshold: float
     merge_tag_overlap: float
@@ -109,6 +111,8 @@ class Settings:
             latency_warn_ms=_float("MEMORY_LATENCY_WARN_MS", 200),
             buffer_pool_mb=_int("MEMNEST_BUFFER_POOL_MB", 256),
             max_db_gb=_int("MEMNEST_MAX_DB_GB", 64),
+            db_threads=max(1, _int("MEMNEST_DB_THREADS", 2)),
+            embed_threads=max(0, _int("MEMNEST_EMBED_THREADS", 0)),
             idle_close_minutes=_float("MEMNEST_IDLE_CLOSE_MINUTES", 30),
             dedup_threshold=_float("MEMORY_DEDUP_THRESHOLD", 0.92),
             merge_tag_overlap=_float("MEMORY_MERGE_TAG_OVERLAP", 0.5),

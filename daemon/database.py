@@ -54,25 +54,26 @@ def _schema(dim: int) -> list[str]:
 
 
 class Database:
-    def __init__(self, path: str, model: str, dim: int, buffer_pool_mb: int, max_db_gb: int):
+    def __init__(self, path: str, model: str, dim: int, buffer_pool_mb: int, max_db_gb: int,
+                 threads: int = 2):
         self.path = path
         self.ephemeral = path == ":memory:"
         if not self.ephemeral:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self._db = self._open(buffer_pool_mb, max_db_gb)
+        self._db = self._open(buffer_pool_mb, max_db_gb, threads)
         self._local = threading.local()
         self._prepared_generation = 0
         self._connections: list[lb.Connection] = []
         self._connections_lock = threading.Lock()
         self._ensure_schema(model, dim)
 
-    def _open(self, buffer_pool_mb: int, max_db_gb: int) -> lb.Database:
+    def _open(self, buffer_pool_mb: int, max_db_gb: int, threads: int) -> lb.Database:
         # max_db_size is reserved as address space per open database: LadybugDB's default
         # (8 TiB) lets a process hold only 15 databases open at once.
         def attempt():
             return lb.Database(None if self.ephemeral else self.path,
                                buffer_pool_size=buffer_pool_mb * 1024 * 1024,
-                               max_db_size=max_db_gb * 1024 ** 3)
+                               max_db_size=max_db_gb * 1024 ** 3, max_num_threads=threads)
         try:
             return attempt()
         except Exception as exc:  # LadybugDB raises RuntimeError or its own exception types

@@ -75,7 +75,7 @@ class Embedder:
     """Thread-safe wrapper: onnxruntime sessions are not safe for concurrent run() calls from
     several threads through fastembed's batching, so calls are serialised here."""
 
-    def __init__(self, model_name: str):
+    def __init__(self, model_name: str, threads: int | None = None):
         from fastembed import TextEmbedding  # heavy import: only the daemon pays it
 
         started = time.monotonic()
@@ -91,11 +91,12 @@ class Embedder:
                         model=OFFLINE_MODEL, pooling=PoolingType.MEAN, normalization=True,
                         sources=ModelSource(hf=OFFLINE_MODEL), dim=384, model_file="model.onnx")
                 self._model = TextEmbedding(model_name=OFFLINE_MODEL,
-                                            specific_model_path=str(model_dir))
+                                            specific_model_path=str(model_dir),
+                                            threads=threads)
             else:
                 self._model = TextEmbedding(model_name=model_name,
                                             cache_dir=str(paths.cache_dir() / "fastembed"),
-                                            )
+                                            threads=threads)
         except ModelUnavailable:
             raise
         except Exception as exc:  # fastembed raises a variety of errors for a failed fetch

@@ -147,14 +147,14 @@ def main(argv: list[str] | None = None) -> int:
     from .workspace import StoreRegistry
 
     try:
-        embedder = Embedder(settings.embedding_model)
+        embedder = Embedder(settings.embedding_model, settings.embed_threads or None)
     except ModelUnavailable as exc:
         log.error("%s", exc)
         print(f"memnestd: {exc}", file=sys.stderr)
         lock.release()
         return 1
     stores = StoreRegistry(embedder.name, embedder.dim, settings.buffer_pool_mb,
-                           settings.max_db_gb)
+                           settings.max_db_gb, settings.db_threads)
     runtime = Runtime(embedder, stores, str(sock), str(log_path))
     posing_as = os.environ.get("MEMNEST_TEST_REPORT_VERSION", "").strip()
     if posing_as:  # test knob: report an older version, as a not-yet-upgraded daemon would

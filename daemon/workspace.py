@@ -27,14 +27,14 @@ log = logging.getLogger(__name__)
 
 class MemoryStore:
     def __init__(self, db_path: str, model: str, dim: int, buffer_pool_mb: int,
-                 max_db_gb: int):
+                 max_db_gb: int, db_threads: int = 2):
         started = time.monotonic()
         self.db_path = db_path
         self.model = model
         self.users = 0  # calls using this store right now; guarded by the registry's lock
         self._access_lock = threading.Lock()
         self._accessed: set[int] = set()  # access counts not yet written to the database
-        self.db = Database(db_path, model, dim, buffer_pool_mb, max_db_gb)
+        self.db = Database(db_path, model, dim, buffer_pool_mb, max_db_gb, db_threads)
         self.lock = RWLock()
         self.catalog: dict[int, Memory] = {}
         self.vectors = VectorIndex(dim)
@@ -198,8 +198,9 @@ class StoreRegistry:
     """Opens each database once, on first use, keeps it open while it is used, and closes it
     after it has been idle for a while (an ephemeral `:memory:` database stays open)."""
 
-    def __init__(self, model: str, dim: int, buffer_pool_mb: int, max_db_gb: int):
-        self._open_args = (model, dim, buffer_pool_mb, max_db_gb)
+    def __init__(self, model: str, dim: int, buffer_pool_mb: int, max_db_gb: int,
+                 db_threads: int = 2):
+        self._open_args = (model, dim, buffer_pool_mb, max_db_gb, db_threads)
         self._stores: dict[str, MemoryStore] = {}
         self._opening: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
