@@ -58,6 +58,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import memnest_shims.client as client_module
 from core import (
     BATCH,
     OFFLINE_MODEL,
@@ -604,6 +605,8 @@ def phase_scale(env: Env, rep: Report, sz: Sizes, embedder, pool: QueryPool, n: 
             last[0] = time.perf_counter()
             note(f"import: {message} ({(time.perf_counter() - started) :.0f} s)")
 
+    # One call: 100k memories run far past the client's default 10-minute deadline.
+    client_module.CALL_DEADLINE_S = max(client_module.CALL_DEADLINE_S, 6 * 3600)
     started = time.perf_counter()
     out = env.client().call_tool("memory_import", {"path": str(export)}, str(workspace),
                                  on_progress=progress)
@@ -696,7 +699,7 @@ def run(args, sz: Sizes, env: Env, rep: Report) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: 1k workspaces, few repetitions (< 4 minutes)")
     parser.add_argument("--scale", type=int, metavar="N",
