@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -34,6 +35,7 @@ log = logging.getLogger("memnest.client")
 START_DEADLINE_S = float(os.environ.get("MEMNEST_START_TIMEOUT_S", "90"))
 CALL_DEADLINE_S = float(os.environ.get("MEMNEST_CALL_TIMEOUT_S", "600"))
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+CHANNEL_CLOSE_DELAY_S = 0.5  # see DaemonClient.close()
 # The daemon drains for up to 30 s; allow for closing databases on top.
 DRAIN_WAIT_S = 45.0
 # How long to let a service manager bring its daemon back after an upgrade before starting one.
@@ -104,10 +106,13 @@ class DaemonClient:
 
     def close(self) -> None:
         if self._channel is not None:
-            # Unsubscribed first, gRPC's polling thread ends by itself; still subscribed, it
-            # would poll the closed channel and die with "Cannot monitor channel state".
+            # gRPC's connectivity poller dies with "Cannot monitor channel state: Channel
+            # closed!" if the channel closes under it. Unsubscribed, it ends by itself within
+            # one 0.2 s poll; the channel is closed after that.
             self._channel.unsubscribe(self._watcher)
-            self._channel.close()
+            closer = threading.Timer(CHANNEL_CLOSE_DELAY_S, self._channel.close)
+            closer.daemon = True
+            closer.start()
         self._channel = self._stub = None
         self._checked_pid = None
 
