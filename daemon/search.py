@@ -42,7 +42,7 @@ COVERAGE_WEIGHT = 0.2     # share of the query's terms (IDF-weighted) in the mem
 TAG_BOOST = 0.04          # the query names one of the memory's tags
 NEIGHBOUR_WEIGHTS = (0.6, 0.4)  # share of the best neighbour's score at distance 1, 2
 NEIGHBOUR_WINDOW_S = 3600.0     # neighbours were stored at most this far apart
-EXPAND_FROM = 50          # the neighbours of this many best candidates become candidates
+EXPAND_FROM = 20          # the neighbours of this many best candidates become candidates
 SUPERSEDED_FACTOR = 0.5   # a memory another one supersedes ranks at this share of its score
 
 
