@@ -352,6 +352,28 @@ def cmd_reindex(args) -> None:
               f"keyword index {r['keyword_indexed']} ({r['duration_ms']:.0f} ms)")
 
 
+def cmd_export(args) -> None:
+    arguments = {"path": str(Path(args.file).expanduser().resolve())} if args.file else {}
+    out = _call(_client(), args, "memory_export", arguments)
+    if args.json:
+        _print_json(out)
+        return
+    print(f"wrote {out['memories']} memories, {out['edges']} links and "
+          f"{out['keep_separate']} keep-separate verdicts to {out['path']}")
+
+
+def cmd_import(args) -> None:
+    [(workspace, out)] = _long_call(args, "memory_import",
+                                    {"path": str(Path(args.file).expanduser().resolve())})
+    if args.json:
+        _print_json(out)
+        return
+    m = out["memories"]
+    print(f"{workspace}: {m['in_file']} memories in the file: {m['stored']} stored, "
+          f"{m['merged']} merged, {m['duplicate']} already here; {out['edges']['created']} "
+          f"links and {out['keep_separate']['recorded']} keep-separate verdicts added")
+
+
 # -- parser --------------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -387,6 +409,14 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--global", dest="global_search", action="store_true",
                         help="search every workspace in the database")
     search.set_defaults(run=cmd_search)
+    export = sub.add_parser("export", parents=[scoped],
+                            help="write the workspace's memories to a JSON file")
+    export.add_argument("file", nargs="?", help="default: .memnest/exports/memories-<time>.json")
+    export.set_defaults(run=cmd_export)
+    load = sub.add_parser("import", parents=[scoped],
+                          help="load a file written by export (progress on a terminal)")
+    load.add_argument("file")
+    load.set_defaults(run=cmd_import, all=False)
 
     svc = sub.add_parser("service", parents=[common],
                          help="run memnestd under systemd (Linux) or launchd (macOS)")

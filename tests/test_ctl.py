@@ -250,3 +250,20 @@ def test_workspace_option_is_taken_literally(daemon, project, tmp_path, name, gi
     stats = json.loads(ok(ctl("stats", "--workspace", given or str(target), "--json",
                               env=env, cwd=parent)))
     assert stats["workspace"] == str(target.resolve())
+
+
+def test_export_then_import_into_another_workspace(daemon, run, project, tmp_path):
+    ok(run("store", "Exports carry this memory to the next project", "--tag", "moving"))
+    target = tmp_path / "exported.json"
+    said = ok(run("export", str(target)))
+    assert said.startswith("wrote ") and str(target) in said and target.is_file()
+    other = (tmp_path / "other").resolve()
+    other.mkdir()
+    report = json.loads(ok(run("import", str(target), "--workspace", str(other), "--json")))
+    assert report["memories"]["in_file"] == report["memories"]["stored"] >= 1
+    again = ok(run("import", str(target), "--workspace", str(other)))  # idempotent
+    assert f"{other}: " in again and " 0 stored," in again
+    found = json.loads(ok(run("search", "next project exports", "--workspace", str(other),
+                               "--json")))
+    assert any("next project" in r["content"] for r in found["results"])
+    assert "missing.json" in one_line_failure(run("import", str(tmp_path / "missing.json")))
