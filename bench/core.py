@@ -41,6 +41,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 import anyio
 import numpy as np
@@ -362,6 +363,23 @@ def interrupts_raise():
             signal.signal(sig, handler)
 
 
+@contextmanager
+def cleaned_up(env: "Env", keep: bool):
+    """Run a bench's body: daemons, shims and temp files are cleaned up however it ends, and
+    Ctrl-C or SIGTERM stops it quietly (`.interrupted` is then true; nothing is raised)."""
+    outcome = SimpleNamespace(interrupted=False)
+    try:
+        with interrupts_raise():
+            yield outcome
+    except BaseException as exc:  # noqa: B036 - anyio may wrap Ctrl-C in an exception group
+        if not _is_interrupt(exc):
+            raise
+        print("interrupted; cleaning up", file=sys.stderr)
+        outcome.interrupted = True
+    finally:
+        env.cleanup(keep=keep)
+
+
 def tool_json(result) -> dict:
     if result.is_error:
         raise RuntimeError(f"tool error: {result.content[0].text[:300]}")
@@ -589,45 +607,39 @@ def main() -> int:
                      "batch": BATCH, "top_k": TOP_K, "revision": summary_rev}
     summary["loadavg_start"] = [round(x, 2) for x in psutil.getloadavg()]
     bench_started = time.perf_counter()
-    try:
-        with interrupts_raise():
-            print("[1/5] shim start-up", flush=True)
-            summary["startup"] = bench_startup(env, cold_reps, warm_reps)
-            status = env.client().status()
-            summary["daemon_idle_rss_bytes"] = psutil.Process(status.pid).memory_info().rss
+    with cleaned_up(env, args.keep) as stopped:
+        print("[1/5] shim start-up", flush=True)
+        summary["startup"] = bench_startup(env, cold_reps, warm_reps)
+        status = env.client().status()
+        summary["daemon_idle_rss_bytes"] = psutil.Process(status.pid).memory_info().rss
 
-            print("[2/5] ingest + memory_search", flush=True)
-            summary["search"], summary["daemon_rss"], big_workspace = bench_search(
-                env, sizes, texts, queries, warmup, passes)
-            shim_rss = summary["search"][sizes[-1]]["shim_rss_bytes"]
-            summary["shim_idle_rss_bytes"] = shim_rss
+        print("[2/5] ingest + memory_search", flush=True)
+        summary["search"], summary["daemon_rss"], big_workspace = bench_search(
+            env, sizes, texts, queries, warmup, passes)
+        shim_rss = summary["search"][sizes[-1]]["shim_rss_bytes"]
+        summary["shim_idle_rss_bytes"] = shim_rss
 
-            print("[3/5] batched store via MCP", flush=True)
-            store_rates = [anyio.run(mcp_store, env, env.workspace(f"store{i}"), store_texts)
-                           for i in range(store_reps)]  # a fresh workspace each time
-            summary["store_mcp_per_s"] = spread(store_rates)
-            note(f"memory_store via MCP: {', '.join(f'{r:.0f}' for r in store_rates)}/s")
-            summary["daemon_final_rss_bytes"] = psutil.Process(
-                env.client().status().pid).memory_info().rss
+        print("[3/5] batched store via MCP", flush=True)
+        store_rates = [anyio.run(mcp_store, env, env.workspace(f"store{i}"), store_texts)
+                       for i in range(store_reps)]  # a fresh workspace each time
+        summary["store_mcp_per_s"] = spread(store_rates)
+        note(f"memory_store via MCP: {', '.join(f'{r:.0f}' for r in store_rates)}/s")
+        summary["daemon_final_rss_bytes"] = psutil.Process(
+            env.client().status().pid).memory_info().rss
 
-            print(f"[4/5] daemon restart, reopen the {human(sizes[-1])} workspace", flush=True)
-            summary["reopen"] = reopen(env, big_workspace, queries[0])
-            note(f"opened in {summary['reopen']['open_s']:.2f}s, RSS "
-                 f"{summary['reopen']['rss_bytes'] / 2**20:.0f} MB")
-            env.stop_daemon()  # the raw run gets the CPUs to itself
+        print(f"[4/5] daemon restart, reopen the {human(sizes[-1])} workspace", flush=True)
+        summary["reopen"] = reopen(env, big_workspace, queries[0])
+        note(f"opened in {summary['reopen']['open_s']:.2f}s, RSS "
+             f"{summary['reopen']['rss_bytes'] / 2**20:.0f} MB")
+        env.stop_daemon()  # the raw run gets the CPUs to itself
 
-            print("[5/5] raw fastembed, in this process", flush=True)
-            rates, load = raw_embed_rates(store_texts, embed_reps)
-            summary["raw_embed_per_s"] = spread(rates)
-            summary["raw_model_load_s"] = load
-            note(f"raw fastembed: {', '.join(f'{r:.0f}' for r in rates)}/s")
-    except BaseException as exc:  # noqa: B036 - anyio may wrap Ctrl-C in an exception group
-        if not _is_interrupt(exc):
-            raise
-        print("interrupted; cleaning up", file=sys.stderr)
+        print("[5/5] raw fastembed, in this process", flush=True)
+        rates, load = raw_embed_rates(store_texts, embed_reps)
+        summary["raw_embed_per_s"] = spread(rates)
+        summary["raw_model_load_s"] = load
+        note(f"raw fastembed: {', '.join(f'{r:.0f}' for r in rates)}/s")
+    if stopped.interrupted:
         return 130
-    finally:
-        env.cleanup(keep=args.keep)
     summary["runtime_s"] = time.perf_counter() - bench_started
     summary["loadavg_end"] = [round(x, 2) for x in psutil.getloadavg()]
 

@@ -66,9 +66,8 @@ from core import (
     TOP_K,
     Env,
     _git_revision,
-    _is_interrupt,
+    cleaned_up,
     human,
-    interrupts_raise,
     latency,
     mcp_store,
     note,
@@ -719,16 +718,10 @@ def main() -> int:
                         "revision": _git_revision(),
                         "loadavg_start": [round(x, 2) for x in psutil.getloadavg()]})
     started = time.perf_counter()
-    try:
-        with interrupts_raise():
-            run(args, sz, env, rep)
-    except BaseException as exc:  # noqa: B036 - anyio may wrap Ctrl-C in an exception group
-        if not _is_interrupt(exc):
-            raise
-        print("interrupted; cleaning up", file=sys.stderr)
+    with cleaned_up(env, args.keep) as stopped:
+        run(args, sz, env, rep)
+    if stopped.interrupted:
         return 130
-    finally:
-        env.cleanup(keep=args.keep)
     rep.details["runtime_s"] = time.perf_counter() - started
     rep.details["loadavg_end"] = [round(x, 2) for x in psutil.getloadavg()]
     print(f"\nmemnest perf figures (run took {rep.details['runtime_s']:.0f} s; load average "
