@@ -92,7 +92,7 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
             candidates += [(new[holder[j]][0], float(similar[j]))
                            for j in np.flatnonzero(similar >= settings.dedup_threshold)
                            if j in holder]
-        candidate, similarity = _merge_candidate(candidates, item, settings)
+        candidate, similarity = merge_candidate(candidates, item, settings)
         if candidate is not None:
             target = current(candidate.id)
             if len(item.content) > len(target.content):  # keep the fuller wording
@@ -136,7 +136,7 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
     return outcomes
 
 
-def _merge_candidate(candidates: list[tuple[Memory, float]], item: Item, settings):
+def merge_candidate(candidates: list[tuple[Memory, float]], item: Item, settings):
     """The memory among (memory, cosine) `candidates` this item should merge into, if any:
     same category, cosine at or above the dedup threshold, tags overlapping enough, and no
     value that differs between the two."""

@@ -153,7 +153,7 @@ def memory_get(ctx: ToolContext, args: dict) -> dict:
         missing = [i for i in dict.fromkeys(ids) if i not in wanted]
         store.record_access(wanted)
         flagged = conflicts(store, [store.catalog[i] for i in wanted], ctx.settings,
-                            ctx.workspace) if wanted else {}
+                            ctx.workspace)
         graph = store.graph
         for memory_id in wanted:
             m = store.catalog[memory_id]

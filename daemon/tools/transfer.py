@@ -18,10 +18,9 @@ from memnest_proto.version import VERSION
 from ..database import RELATION_TYPES
 from ..errors import invalid
 from ..graph import pair
-from ..ingest import Item, ingest
+from ..ingest import Item, ingest, merge_candidate
 from ..records import CATEGORIES, content_hash, normalise_tags, utcnow
 from ..safe_files import read_file, write_file
-from ..values import disagree, tag_overlap
 from .common import embed_with_progress
 from .registry import StrictValidator, ToolContext, tool
 
@@ -417,17 +416,7 @@ def _absorbed_by(store, item: Item, nearest, settings) -> int | None:
     longer and its tags add nothing): the mark of an item an earlier import already merged.
     Taking it as merged keeps a second import of the same file from touching anything.
     `nearest`: the item's (id, cosine) among the memories here before the import."""
-    for memory_id, similarity in nearest:
-        if similarity < settings.dedup_threshold:
-            break
-        m = store.catalog[memory_id]
-        if m.category != item.category:
-            continue
-        if tag_overlap(m.tags, item.tags) < settings.merge_tag_overlap:
-            continue
-        if settings.merge_value_gate and disagree(m.content, item.content):
-            continue
-        if len(item.content) <= len(m.content) and set(item.tags) <= set(m.tags):
-            return memory_id
-        return None  # the merge ingest() would make changes it: let ingest() do it
-    return None
+    m, _ = merge_candidate([(store.catalog[i], s) for i, s in nearest], item, settings)
+    if m is not None and len(item.content) <= len(m.content) and set(item.tags) <= set(m.tags):
+        return m.id
+    return None  # nothing to merge into, or the merge ingest() would make changes it
