@@ -13,11 +13,16 @@ servicer the peer's credentials of a Unix connection, so every connection is acc
 first, its peer uid read from the kernel (SO_PEERCRED on Linux, LOCAL_PEERCRED, which is what
 getpeereid(3) reads, on macOS) and any uid but the daemon's own refused and logged before a
 single byte reaches gRPC.
+
+The relay also names each connection it opens to the gRPC server, so that gRPC can tell the
+clients apart: calls are scheduled in turns between connections (fair_calls.py), and a client
+flooding the daemon only delays itself.
 """
 import errno
 import fcntl
 import logging
 import os
+import secrets
 import socket
 import stat
 import struct
@@ -25,7 +30,6 @@ import sys
 import tempfile
 import threading
 import time
-from concurrent import futures
 from pathlib import Path
 
 import grpc
@@ -33,10 +37,13 @@ import grpc
 from memnest_proto import memnest_pb2_grpc as pb_grpc
 from memnest_proto.paths import grpc_target
 
+from .fair_calls import FairExecutor
+
 log = logging.getLogger(__name__)
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 DRAIN_SECONDS = 30.0
+MAX_CALLS_ACCEPTED = 4096
 SD_LISTEN_FDS_START = 3
 MAX_UNIX_PATH = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
 
@@ -169,6 +176,7 @@ class _Relay:
     def __init__(self, listener: socket.socket, inner: Path):
         self.listener, self.inner = listener, inner
         self._closing = threading.Event()
+        self._count = 0
         self._thread = threading.Thread(target=self._accept_loop, name="activation-accept",
                                         daemon=True)
 
@@ -199,19 +207,44 @@ class _Relay:
             if not self._peer_allowed(conn):
                 conn.close()
                 continue
-            backend = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
-                backend.connect(str(self.inner))
+                backend = self._connect_backend()
             except OSError as exc:
                 log.warning("could not reach the gRPC server at %s: %s", self.inner, exc)
                 conn.close()
-                backend.close()
                 continue
             pair = _Pair(conn, backend)
             for src, dst, name in ((conn, backend, "in"), (backend, conn, "out")):
                 threading.Thread(target=pair.pump, args=(src, dst), name=f"relay-{name}",
                                  daemon=True).start()
 
+    def _connect_backend(self) -> socket.socket:
+        """A connection to the gRPC server under a name of its own, which gRPC reports as
+        the peer of its calls: the fair executor (fair_calls.py) takes turns between them."""
+        self._count += 1
+        name = f"memnest-{os.getpid()}-{self._count}-{secrets.token_hex(4)}"
+        backend = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        planted = None
+        try:
+            if sys.platform.startswith("linux"):
+                backend.bind("\0" + name)  # abstract: nothing to clean up
+            elif len(str(self.inner.parent / name)) <= MAX_UNIX_PATH:
+                planted = self.inner.parent / name  # in our 0700 folder
+                backend.bind(str(planted))
+        except OSError as exc:  # unnamed, its calls share the queue of other unnamed ones
+            log.debug("relay connection left unnamed: %s", exc)
+        try:
+            backend.connect(str(self.inner))
+        except OSError:
+            backend.close()
+            raise
+        finally:
+            if planted is not None:
+                try:
+                    planted.unlink()  # the name stays on the connection
+                except OSError:
+                    pass
+        return backend
 
     @staticmethod
     def _peer_allowed(conn: socket.socket) -> bool:
@@ -360,8 +393,11 @@ class DaemonServer:
         self._inner: Path | None = None
         self._inner_dir: str | None = None
         self._server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="call"),
+            FairExecutor(max_workers=workers, thread_name_prefix="call"),
             interceptors=[self.activity],
+            # Beyond this many calls accepted and not finished, gRPC answers RESOURCE_EXHAUSTED
+            # at once: a runaway client cannot queue requests until memory runs out.
+            maximum_concurrent_rpcs=MAX_CALLS_ACCEPTED,
             options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                      ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                      ("grpc.so_reuseport", 0)])
