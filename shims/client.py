@@ -360,6 +360,9 @@ class DaemonClient:
             self.ensure_running()
             return call(self._connect())
         except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                raise DaemonUnavailable("memnestd is busy: it has accepted as many calls as "
+                                        "it will hold at once; retry in a moment") from None
             if exc.code() != grpc.StatusCode.UNAVAILABLE:
                 raise DaemonUnavailable(f"memnestd failed the call: {exc.code().name}: "
                                         f"{exc.details()}") from None
