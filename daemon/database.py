@@ -17,6 +17,7 @@ import real_ladybug as lb
 from real_ladybug.prepared_statement import PreparedStatement
 
 from .records import Memory, content_hash
+from .vector_snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +26,7 @@ MEMORY_COLUMNS = ("id", "content", "content_hash", "category", "tags", "importan
                   "access_count", "workspace", "created_at", "updated_at", "accessed_at",
                   "embedding_model")
 RELATION_TYPES = ("RELATED_TO", "SUPERSEDES", "EXPLAINS")
+FETCH_BY_ID_MAX = 2000  # more missing embeddings than this are read in one scan
 PREPARED_PER_CONNECTION = 128  # the daemon's own statements number a few dozen
 
 
@@ -216,24 +218,53 @@ class Database:
 
     # -- reads ---------------------------------------------------------------------------
 
-    def load_all(self) -> tuple[list[Memory], list[int], np.ndarray]:
+    def load_all(self, snapshot: Snapshot | None = None
+                 ) -> tuple[list[Memory], list[int], np.ndarray, int]:
         """Every memory, and the ids and matrix of the stored embeddings, to rebuild the
-        derived indexes. Rows are read one at a time and each embedding goes straight into
-        the matrix: a list of every row holds 384 Python floats per memory, and the process
-        kept that memory after the list was gone (~190 MB per 10k memories)."""
+        derived indexes; also how many embeddings were read from the database. Embeddings
+        that `snapshot` still holds for the same content and model come from it; the others
+        are read here, each straight into the matrix (a list of every row holds 384 Python
+        floats per memory, and the process kept that memory after the list was gone)."""
         cols = ", ".join(f"m.{c}" for c in MEMORY_COLUMNS)
-        result = self._conn().execute(f"MATCH (m:Memory) RETURN {cols}, m.embedding")
-        memories, ids = [], []
-        matrix = np.zeros((1024, self.dim), dtype=np.float32)
+        result = self._conn().execute(
+            f"MATCH (m:Memory) RETURN {cols}, m.embedding IS NOT NULL")
+        memories, ids, cached_rows = [], [], []
+        missing: dict[int, int] = {}  # memory id -> its row in the matrix
         while result.has_next():
             row = result.get_next()
-            memories.append(_memory(row))
-            if row[-1] is not None:
-                if len(ids) == len(matrix):
-                    matrix = np.concatenate([matrix, np.zeros_like(matrix)])
-                matrix[len(ids)] = row[-1]
-                ids.append(row[0])
-        return memories, ids, matrix[:len(ids)]
+            m = _memory(row[:-1])
+            memories.append(m)
+            if row[-1]:
+                cached = None if snapshot is None else \
+                    snapshot.row_for(m.id, m.content, m.embedding_model)
+                if cached is None:
+                    missing[m.id] = len(ids)
+                cached_rows.append(-1 if cached is None else cached)
+                ids.append(m.id)
+        matrix = np.zeros((len(ids), self.dim), dtype=np.float32)
+        if snapshot is not None and len(missing) < len(ids):
+            take = np.asarray(cached_rows, dtype=np.int64)
+            have = take >= 0
+            matrix[have] = snapshot.matrix[take[have]]
+        if missing:
+            self._read_embeddings(missing, matrix)
+        return memories, ids, matrix, len(missing)
+
+    def _read_embeddings(self, rows: dict[int, int], matrix: np.ndarray) -> None:
+        """Fill `matrix` at rows[id] with each id's stored embedding: a few by id, many in
+        one scan."""
+        if len(rows) <= FETCH_BY_ID_MAX:
+            result = self._conn().execute(
+                "MATCH (m:Memory) WHERE m.id IN $ids RETURN m.id, m.embedding",
+                {"ids": list(rows)})
+        else:
+            result = self._conn().execute(
+                "MATCH (m:Memory) WHERE m.embedding IS NOT NULL RETURN m.id, m.embedding")
+        while result.has_next():
+            memory_id, embedding = result.get_next()
+            row = rows.get(memory_id)
+            if row is not None and embedding is not None:
+                matrix[row] = embedding
 
     def load_edges(self) -> list[tuple[str, int, int]]:
         out = []

@@ -71,6 +71,11 @@ class VectorIndex:
             self._ids[row] = moved
             self._row[moved] = row
 
+    def rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of every id and its vector, row for row."""
+        n = len(self._row)
+        return self._ids[:n].copy(), self._matrix[:n].copy()
+
     def vector(self, memory_id: int) -> np.ndarray | None:
         row = self._row.get(memory_id)
         return None if row is None else self._matrix[row].copy()

@@ -21,8 +21,13 @@ from .errors import ToolError, invalid
 from .indexes import KeywordIndex, VectorIndex
 from .records import Memory, utcnow
 from .rwlock import RWLock
+from . import vector_snapshot
 
 log = logging.getLogger(__name__)
+
+# An open that had to read at least this many embeddings from the database writes the
+# vector snapshot at once rather than when the workspace closes.
+SNAPSHOT_AFTER_READING = 1000
 
 
 class MemoryStore:
@@ -34,6 +39,7 @@ class MemoryStore:
         self.users = 0  # calls using this store right now; guarded by the registry's lock
         self._access_lock = threading.Lock()
         self._accessed: set[int] = set()  # access counts not yet written to the database
+        self._snapshot_lock = threading.Lock()
         self.db = Database(db_path, model, dim, buffer_pool_mb, max_db_gb, db_threads)
         self.lock = RWLock()
         self.catalog: dict[int, Memory] = {}
@@ -46,7 +52,10 @@ class MemoryStore:
                  time.monotonic() - started)
 
     def _load(self) -> None:
-        memories, embedded_ids, matrix = self.db.load_all()
+        snapshot = None if self.db.ephemeral else \
+            vector_snapshot.load(self.db_path, self.model, self.vectors.dim)
+        memories, embedded_ids, matrix, read = self.db.load_all(snapshot)
+        del snapshot
         self.catalog = {m.id: m for m in memories}
         self.per_workspace = Counter(m.workspace for m in memories)
         self._by_hash = {(m.workspace, m.content_hash): m.id for m in memories}
@@ -58,6 +67,23 @@ class MemoryStore:
         # hold an old id, and it must not come to mean another memory.
         self._next_id = max(max(self.catalog, default=0) + 1,
                             int(self.db.meta("next_id") or 1))
+        if read >= SNAPSHOT_AFTER_READING and not self.db.ephemeral:
+            # Next time these come from the snapshot, even if the daemon never closes this
+            # workspace cleanly.
+            threading.Thread(target=self.save_snapshot, name="vector-snapshot",
+                             daemon=True).start()
+
+    def save_snapshot(self) -> None:
+        """Write the vector snapshot (vector_snapshot.py) from the index as it is now."""
+        with self._snapshot_lock:
+            with self.lock.read():
+                ids, matrix = self.vectors.rows()
+                keep = [i for i, memory_id in enumerate(ids.tolist())
+                        if memory_id in self.catalog
+                        and self.catalog[memory_id].embedding_model == self.model]
+                contents = [self.catalog[int(ids[i])].content for i in keep]
+                ids, matrix = ids[keep], matrix[keep]
+            vector_snapshot.save(self.db_path, self.model, ids, contents, matrix)
 
     @contextmanager
     def reading(self):
@@ -144,6 +170,7 @@ class MemoryStore:
         """Rebuild the catalog and both indexes from the database: after anything changed
         the database behind the daemon's back (a raw Cypher write). Write lock held."""
         self._save_access()  # the catalog is about to be rebuilt: keep what it counted
+        vector_snapshot.discard(self.db_path)  # the write may have changed an embedding
         self.db.forget_prepared()  # the schema may have changed too
         self.vectors = VectorIndex(self.vectors.dim)
         self.keywords = KeywordIndex()
@@ -166,6 +193,11 @@ class MemoryStore:
             self.flush_access()
         except Exception:
             log.exception("%s: saving access counts failed", self.db_path)
+        if not self.db.ephemeral:
+            try:
+                self.save_snapshot()
+            except Exception:
+                log.exception("%s: saving the vector snapshot failed", self.db_path)
         with self.lock.write():
             self.db.close()
 

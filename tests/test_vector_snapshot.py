@@ -1,0 +1,165 @@
+"""The vector snapshot beside a database: used for what still matches, never trusted beyond
+it. Every reopen below is checked against the embeddings the database itself holds."""
+import os
+
+import numpy as np
+import pytest
+
+from memnest_daemon import vector_snapshot
+from memnest_daemon.records import Memory, content_hash, utcnow
+from memnest_daemon.workspace import MemoryStore
+
+MODEL, DIM = "model-a", 16
+RNG = np.random.default_rng(7)
+
+
+def _unit(n: int) -> np.ndarray:
+    v = RNG.normal(size=(n, DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _open(path, model=MODEL) -> MemoryStore:
+    return MemoryStore(str(path), model, DIM, 64, 1)
+
+
+def _write(store: MemoryStore, texts: dict[int, str], vectors: np.ndarray) -> None:
+    """Insert or rewrite memories the way the daemon does: commit, then index."""
+    now = utcnow()
+    memories, embeddings = [], {}
+    with store.writing(), store.db.transaction() as db:
+        for (memory_id, text), vector in zip(texts.items(), vectors):
+            m = Memory(id=memory_id, content=text, content_hash=content_hash(text),
+                       category="general", tags=[], importance=3, access_count=0,
+                       workspace="/w", created_at=now, updated_at=now,
+                       embedding_model=store.model)
+            if memory_id in store.catalog:
+                db.update(m, vector, [])
+            else:
+                db.insert(m, vector)
+            memories.append(m)
+            embeddings[memory_id] = vector
+    with store.writing():
+        store.indexed(memories, embeddings)
+
+
+def _crash(store: MemoryStore) -> None:
+    """Close the database without the clean close that writes the snapshot."""
+    store.db.close()
+
+
+def _assert_index_matches_database(store: MemoryStore) -> int:
+    """The index holds exactly the database's embeddings; returns how many it holds."""
+    _, ids, matrix, _ = store.db.load_all(None)
+    assert sorted(store.vectors.ids()) == sorted(ids)
+    for memory_id, row in zip(ids, matrix):
+        np.testing.assert_array_equal(store.vectors.vector(memory_id), row)
+    return len(ids)
+
+
+def _reads(store: MemoryStore) -> int:
+    """How many embeddings an open of this database now reads from the database itself."""
+    snapshot = vector_snapshot.load(store.db_path, store.model, DIM)
+    return store.db.load_all(snapshot)[3]
+
+
+def test_a_clean_close_lets_the_next_open_read_no_embedding(tmp_path):
+    path = tmp_path / "memory.lbug"
+    store = _open(path)
+    _write(store, {i: f"note {i} about the deploy" for i in range(1, 41)}, _unit(40))
+    assert _reads(store) == 40  # no snapshot yet
+    store.close()
+    assert vector_snapshot.path_for(str(path)).exists()
+    store = _open(path)
+    assert _reads(store) == 0
+    assert _assert_index_matches_database(store) == 40
+    store.close()
+
+
+def test_what_changed_after_the_snapshot_comes_from_the_database(tmp_path):
+    path = tmp_path / "memory.lbug"
+    store = _open(path)
+    _write(store, {i: f"note {i} about the deploy" for i in range(1, 31)}, _unit(30))
+    store.close()
+    store = _open(path)
+    # A new memory, a rewritten one, one whose text only changes case, one deleted; then
+    # the daemon dies before it can write a new snapshot.
+    _write(store, {31: "a new note", 5: "note 5, rewritten", 6: "NOTE 6 ABOUT THE DEPLOY"},
+           _unit(3))
+    with store.writing(), store.db.transaction() as db:
+        db.delete([7], [])
+    with store.writing():
+        store.unindexed([7])
+    _crash(store)
+    store = _open(path)
+    assert _reads(store) == 3
+    assert _assert_index_matches_database(store) == 30
+    store.close()
+
+
+def test_a_snapshot_for_another_model_or_damaged_is_ignored(tmp_path):
+    path = tmp_path / "memory.lbug"
+    store = _open(path)
+    _write(store, {i: f"note {i}" for i in range(1, 11)}, _unit(10))
+    store.close()
+    assert vector_snapshot.load(str(path), "model-b", DIM) is None
+    assert vector_snapshot.load(str(path), MODEL, DIM + 1) is None
+    snap = vector_snapshot.path_for(str(path))
+    data = snap.read_bytes()
+    for damaged in (data[:len(data) // 2], b"", b"\0" * len(data), b"not a zip"):
+        snap.write_bytes(damaged)
+        store = _open(path)
+        assert _reads(store) == 10
+        assert _assert_index_matches_database(store) == 10
+        _crash(store)
+
+
+def test_links_planted_at_the_snapshot_are_not_followed(tmp_path):
+    path = tmp_path / "memory.lbug"
+    store = _open(path)
+    _write(store, {i: f"note {i}" for i in range(1, 6)}, _unit(5))
+    store.close()
+    target = tmp_path / "elsewhere"
+    target.write_bytes(vector_snapshot.path_for(str(path)).read_bytes())
+    snap = vector_snapshot.path_for(str(path))
+    snap.unlink()
+    os.symlink(target, snap)
+    assert vector_snapshot.load(str(path), MODEL, DIM) is None
+    before = target.read_bytes()
+    temp = snap.with_name(snap.name + ".tmp")
+    os.symlink(tmp_path / "planted-temp", temp)
+    store = _open(path)
+    store.close()  # the temp name is a link: nothing is written through it
+    assert target.read_bytes() == before
+    assert not (tmp_path / "planted-temp").exists()
+
+
+def test_a_write_behind_the_daemons_back_discards_the_snapshot(tmp_path):
+    path = tmp_path / "memory.lbug"
+    store = _open(path)
+    _write(store, {1: "note one", 2: "note two"}, _unit(2))
+    store.close()
+    store = _open(path)
+    other = _unit(1)[0]
+    store.db.rows("MATCH (m:Memory) WHERE m.id = 1 SET m.embedding = $e",
+                  {"e": other.tolist()})
+    with store.writing():
+        store.reload()
+    assert not vector_snapshot.path_for(str(path)).exists()
+    np.testing.assert_allclose(store.vectors.vector(1), other, rtol=1e-6)
+    store.close()
+    store = _open(path)
+    np.testing.assert_allclose(store.vectors.vector(1), other, rtol=1e-6)
+    store.close()
+
+
+@pytest.mark.parametrize("count", [0, 3])
+def test_an_empty_or_small_workspace_round_trips(tmp_path, count):
+    path = tmp_path / "memory.lbug"
+    store = _open(path)
+    if count:
+        _write(store, {i: f"n{i}" for i in range(1, count + 1)}, _unit(count))
+    store.close()
+    store = _open(path)
+    assert _reads(store) == 0
+    assert _assert_index_matches_database(store) == count
+    store.close()
