@@ -100,9 +100,8 @@ class VectorIndex:
     def similarity(self, scores: np.ndarray):
         """A function id -> cosine similarity, over the result of scores() (0.0 for an
         unknown id)."""
-        values = scores.tolist()
-        rows = self._row
-        return lambda memory_id: values[rows[memory_id]] if memory_id in rows else 0.0
+        item, rows = scores.item, self._row  # a few thousand lookups: no list of every score
+        return lambda memory_id: item(rows[memory_id]) if memory_id in rows else 0.0
 
     def best(self, scores: np.ndarray, allowed: set[int] | None,
              k: int) -> list[tuple[int, float]]:
