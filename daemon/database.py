@@ -6,6 +6,7 @@ either commits whole or leaves nothing behind.
 """
 import logging
 import os
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -384,12 +385,13 @@ def _memory(row: list) -> Memory:
     values = dict(zip(MEMORY_COLUMNS, row))
     values["content"] = values["content"] or ""
     values["content_hash"] = values["content_hash"] or content_hash(values["content"])
-    values["tags"] = list(values["tags"] or [])
+    # The same few workspaces, categories, models and tags recur in every row: one copy each.
+    values["tags"] = [sys.intern(t) for t in values["tags"] or []]
     values["importance"] = int(values["importance"] or 3)
     values["access_count"] = int(values["access_count"] or 0)
-    values["embedding_model"] = values["embedding_model"] or ""
-    values["category"] = values["category"] or "general"
-    values["workspace"] = values["workspace"] or ""
+    values["embedding_model"] = sys.intern(values["embedding_model"] or "")
+    values["category"] = sys.intern(values["category"] or "general")
+    values["workspace"] = sys.intern(values["workspace"] or "")
     values["created_at"] = values["created_at"] or values["updated_at"] or UNKNOWN_TIME
     values["updated_at"] = values["updated_at"] or values["created_at"]
     return Memory(**values)

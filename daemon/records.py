@@ -29,7 +29,7 @@ def normalise_tags(tags) -> list[str]:
     return list(seen)
 
 
-@dataclass
+@dataclass(slots=True)  # no per-object dict: ~0.4 KB less per memory held in the catalog
 class Memory:
     id: int
     content: str
