@@ -10,9 +10,9 @@ that had to read many embeddings), atomically and without following links, and d
 something wrote to the database behind the daemon's back (raw Cypher), since such a write
 could change an embedding without changing the content.
 """
-import hashlib
 import logging
 import os
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,9 +28,10 @@ def path_for(db_path: str) -> Path:
 
 
 def digest(content: str) -> int:
-    """64 bits of the exact text that was embedded (case and spacing included)."""
-    return int.from_bytes(hashlib.blake2b(content.encode("utf-8", "surrogatepass"),
-                                          digest_size=8).digest(), "little")
+    """The exact text that was embedded (case and spacing included), as its length and CRC-32
+    in 64 bits: a cheap check that runs once per memory on open."""
+    data = content.encode("utf-8", "surrogatepass")
+    return (len(data) << 32) | zlib.crc32(data)
 
 
 @dataclass
