@@ -89,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.socket:
         os.environ["MEMNEST_SOCKET"] = args.socket
 
+    from . import tune_malloc
+    tune_malloc()
     # Imported here so that `memnestd --help` stays fast.
     from .server import (AlreadyRunning, DaemonServer, InstanceLock, connected_clients,
                          inherited_listener, listener_path, prepare_socket_dir,
