@@ -153,6 +153,11 @@ class VectorIndex:
         return out
 
 
+def keyword_text(m) -> str:
+    """What the keyword index reads of a memory: its content and its tags."""
+    return m.content + "\n" + " ".join(m.tags)
+
+
 class KeywordIndex:
     """BM25 over content and tags (English stemming), with workspace and category as exact
     terms so filters run inside the index rather than after it."""
@@ -190,14 +195,15 @@ class KeywordIndex:
     def ids(self) -> set[int]:
         return set(self._ids)
 
-    def upsert_many(self, docs) -> None:
-        """docs: iterable of Memory records. One commit for the lot."""
+    def upsert_many(self, docs, known_terms=None) -> None:
+        """docs: iterable of Memory records. One commit for the lot. `known_terms(id, text)`
+        may give a memory's terms analysed earlier from the same text (None: analyse it)."""
         with self._lock:
             for m in docs:
                 if m.id in self._ids:
                     self._writer.delete_documents_by_term("id", m.id)
                     self._df.subtract(self._terms.pop(m.id, ()))
-                text = m.content + "\n" + " ".join(m.tags)
+                text = keyword_text(m)
                 self._writer.add_document(tantivy.Document(
                     id=m.id, text=text,
                     workspace=m.workspace, category=m.category, tag=list(m.tags) or [""]))
@@ -205,8 +211,10 @@ class KeywordIndex:
                 # Interned: the same few thousand terms recur in every memory (17 MB per
                 # 10k memories as separate strings, 8 MB shared). A tuple, not a frozenset:
                 # a third of the memory, and callers only intersect a few query terms with it.
-                terms = self._terms[m.id] = tuple(set(map(sys.intern,
-                                                          self._analyzer.analyze(text))))
+                terms = None if known_terms is None else known_terms(m.id, text)
+                if terms is None:
+                    terms = tuple(set(map(sys.intern, self._analyzer.analyze(text))))
+                self._terms[m.id] = terms
                 self._df.update(terms)
             self.version += 1
             self._stage()

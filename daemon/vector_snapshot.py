@@ -12,8 +12,10 @@ could change an embedding without changing the content.
 """
 import logging
 import os
+import sys
 import zlib
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +23,9 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 SUFFIX = ".vectors.npz"
+TERM_ARRAYS = ("analyser", "text_digests", "vocabulary", "term_offsets", "term_ids")
+# Index terms are kept only for the tantivy that analysed them (its stemmer may change).
+ANALYSER = f"tantivy {version('tantivy')}"
 
 
 def path_for(db_path: str) -> Path:
@@ -40,6 +45,12 @@ class Snapshot:
     rows: dict[int, int]     # memory id -> row
     digests: np.ndarray      # uint64 per row
     matrix: np.ndarray       # float32, one unit vector per row
+    # Each row's keyword-index terms, and a digest of the text they were analysed from
+    # (content and tags): analysing every memory again was half of a 100k open.
+    text_digests: list[int] | None = None
+    vocabulary: list[str] | None = None
+    term_offsets: list[int] | None = None
+    term_ids: list[int] | None = None
 
     def row_for(self, memory_id: int, content: str, model: str) -> int | None:
         """The row holding this memory's embedding, if it still matches."""
@@ -47,6 +58,15 @@ class Snapshot:
         if row is None or model != self.model or int(self.digests[row]) != digest(content):
             return None
         return row
+
+    def terms_for(self, memory_id: int, text: str) -> tuple[str, ...] | None:
+        """The memory's index terms, if they were analysed from this very text."""
+        row = self.rows.get(memory_id)
+        if row is None or self.text_digests is None or self.text_digests[row] != digest(text):
+            return None
+        vocabulary = self.vocabulary
+        return tuple([vocabulary[i] for i in
+                      self.term_ids[self.term_offsets[row]:self.term_offsets[row + 1]]])
 
 
 def load(db_path: str, model: str, dim: int) -> Snapshot | None:
@@ -64,29 +84,53 @@ def load(db_path: str, model: str, dim: int) -> Snapshot | None:
         with os.fdopen(fd, "rb") as f, np.load(f, allow_pickle=False) as data:
             saved_model = str(data["model"])
             ids, digests, matrix = data["ids"], data["digests"], data["matrix"]
+            terms = [data[k] for k in TERM_ARRAYS] if set(TERM_ARRAYS) <= set(data.files) \
+                and str(data["analyser"]) == ANALYSER else None
     except Exception as exc:  # torn, truncated or foreign: only a cache
         log.warning("ignoring the unreadable vector snapshot %s: %s", path, exc)
         return None
     if saved_model != model or matrix.dtype != np.float32 or matrix.ndim != 2 or \
             matrix.shape != (len(ids), dim) or len(digests) != len(ids):
         return None
-    return Snapshot(saved_model, {int(i): row for row, i in enumerate(ids.tolist())},
-                    digests.astype(np.uint64, copy=False), matrix)
+    snapshot = Snapshot(saved_model, {int(i): row for row, i in enumerate(ids.tolist())},
+                        digests.astype(np.uint64, copy=False), matrix)
+    if terms is not None:
+        _, text_digests, vocabulary, offsets, term_ids = terms
+        if len(text_digests) == len(ids) and len(offsets) == len(ids) + 1 and \
+                (not len(term_ids) or (offsets[-1] == len(term_ids)
+                                       and 0 <= term_ids.min() and
+                                       term_ids.max() < len(vocabulary))):
+            snapshot.text_digests = text_digests.tolist()
+            snapshot.vocabulary = [sys.intern(str(t)) for t in vocabulary.tolist()]
+            snapshot.term_offsets = offsets.tolist()
+            snapshot.term_ids = term_ids.tolist()
+    return snapshot
 
 
 def save(db_path: str, model: str, ids: np.ndarray, contents: list[str],
-         matrix: np.ndarray) -> None:
+         matrix: np.ndarray, texts: list[str], terms: list[tuple[str, ...]]) -> None:
     """Write the snapshot: a private temp file renamed over the old one (a link planted at
-    either name is never followed)."""
+    either name is never followed). `texts` and `terms`: each row's keyword-index text and
+    the terms the index found in it."""
     path = path_for(db_path)
     temp = path.with_name(path.name + ".tmp")
     digests = np.fromiter((digest(c) for c in contents), dtype=np.uint64, count=len(contents))
+    text_digests = np.fromiter((digest(t) for t in texts), dtype=np.uint64, count=len(texts))
+    vocabulary: dict[str, int] = {}
+    term_ids: list[int] = []
+    offsets = [0]
+    for row_terms in terms:
+        term_ids.extend(vocabulary.setdefault(t, len(vocabulary)) for t in row_terms)
+        offsets.append(len(term_ids))
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(temp, flags, 0o600)
         with os.fdopen(fd, "wb") as f:
             np.savez(f, model=np.array(model), ids=np.asarray(ids, dtype=np.int64),
-                     digests=digests, matrix=np.asarray(matrix, dtype=np.float32))
+                     digests=digests, matrix=np.asarray(matrix, dtype=np.float32),
+                     analyser=np.array(ANALYSER), text_digests=text_digests, vocabulary=np.array(list(vocabulary), dtype=str),
+                     term_offsets=np.array(offsets, dtype=np.int64),
+                     term_ids=np.array(term_ids, dtype=np.int32))
             f.flush()
             os.fsync(f.fileno())
         os.replace(temp, path)

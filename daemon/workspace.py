@@ -18,7 +18,7 @@ import numpy as np
 from .database import Database, ModelMismatch
 from .graph import Graph
 from .errors import ToolError, invalid
-from .indexes import KeywordIndex, VectorIndex
+from .indexes import KeywordIndex, VectorIndex, keyword_text
 from .records import Memory, utcnow
 from .rwlock import RWLock
 from . import vector_snapshot
@@ -55,12 +55,12 @@ class MemoryStore:
         snapshot = None if self.db.ephemeral else \
             vector_snapshot.load(self.db_path, self.model, self.vectors.dim)
         memories, embedded_ids, matrix, read = self.db.load_all(snapshot)
-        del snapshot
         self.catalog = {m.id: m for m in memories}
         self.per_workspace = Counter(m.workspace for m in memories)
         self._by_hash = {(m.workspace, m.content_hash): m.id for m in memories}
         self.vectors.load(embedded_ids, matrix)
-        self.keywords.upsert_many(memories)
+        self.keywords.upsert_many(memories, None if snapshot is None else snapshot.terms_for)
+        del snapshot
         self.graph = Graph(self.db.load_edges(), self.db.load_verdicts())
         self.signal = self.db.load_signal()  # memory id -> (pagerank, community)
         # Ids are never reused, even after the newest memory is deleted: an agent may still
@@ -81,9 +81,12 @@ class MemoryStore:
                 keep = [i for i, memory_id in enumerate(ids.tolist())
                         if memory_id in self.catalog
                         and self.catalog[memory_id].embedding_model == self.model]
-                contents = [self.catalog[int(ids[i])].content for i in keep]
                 ids, matrix = ids[keep], matrix[keep]
-            vector_snapshot.save(self.db_path, self.model, ids, contents, matrix)
+                memories = [self.catalog[memory_id] for memory_id in ids.tolist()]
+                contents = [m.content for m in memories]
+                texts = [keyword_text(m) for m in memories]
+                terms = [self.keywords.terms_of(m.id) for m in memories]
+            vector_snapshot.save(self.db_path, self.model, ids, contents, matrix, texts, terms)
 
     @contextmanager
     def reading(self):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from memnest_daemon import vector_snapshot
+from memnest_daemon.indexes import KeywordIndex, keyword_text
 from memnest_daemon.records import Memory, content_hash, utcnow
 from memnest_daemon.workspace import MemoryStore
 
@@ -22,18 +23,19 @@ def _open(path, model=MODEL) -> MemoryStore:
     return MemoryStore(str(path), model, DIM, 64, 1)
 
 
-def _write(store: MemoryStore, texts: dict[int, str], vectors: np.ndarray) -> None:
+def _write(store: MemoryStore, texts: dict[int, str], vectors: np.ndarray,
+           tags: list[str] = ()) -> None:
     """Insert or rewrite memories the way the daemon does: commit, then index."""
     now = utcnow()
     memories, embeddings = [], {}
     with store.writing(), store.db.transaction() as db:
         for (memory_id, text), vector in zip(texts.items(), vectors):
             m = Memory(id=memory_id, content=text, content_hash=content_hash(text),
-                       category="general", tags=[], importance=3, access_count=0,
+                       category="general", tags=list(tags), importance=3, access_count=0,
                        workspace="/w", created_at=now, updated_at=now,
                        embedding_model=store.model)
             if memory_id in store.catalog:
-                db.update(m, vector, [])
+                db.update(m, vector, list(store.catalog[memory_id].tags))
             else:
                 db.insert(m, vector)
             memories.append(m)
@@ -162,4 +164,42 @@ def test_an_empty_or_small_workspace_round_trips(tmp_path, count):
     store = _open(path)
     assert _reads(store) == 0
     assert _assert_index_matches_database(store) == count
+    store.close()
+
+
+def _fresh_terms(store: MemoryStore) -> dict[int, set]:
+    """Every memory's index terms as a fresh analysis gives them."""
+    return {i: set(store.keywords.analyse(keyword_text(m))) for i, m in store.catalog.items()}
+
+
+def test_index_terms_come_from_the_snapshot_only_for_the_same_text(tmp_path):
+    path = tmp_path / "memory.lbug"
+    store = _open(path)
+    _write(store, {i: f"note {i} about deploying the billing service" for i in range(1, 21)},
+           _unit(20), tags=["ops"])
+    store.close()
+    snapshot = vector_snapshot.load(str(path), MODEL, DIM)
+    m = _open(path).catalog[3]
+    assert set(snapshot.terms_for(3, keyword_text(m))) == \
+        set(KeywordIndex().analyse(keyword_text(m)))
+    assert "op" in snapshot.terms_for(3, keyword_text(m))  # tags are analysed too
+    m.tags = ["finance"]
+    assert snapshot.terms_for(3, keyword_text(m)) is None  # other tags: analysed again
+
+
+def test_reopened_index_terms_match_a_fresh_analysis_after_changes(tmp_path):
+    path = tmp_path / "memory.lbug"
+    store = _open(path)
+    _write(store, {i: f"note {i} about the deploy" for i in range(1, 11)}, _unit(10))
+    store.close()
+    store = _open(path)
+    # The same content with new tags, and a new text; then the daemon dies.
+    _write(store, {4: "note 4 about the deploy"}, store.vectors.vector(4)[None, :],
+           tags=["kubernetes"])
+    _write(store, {5: "a rollback of the payments schema"}, _unit(1))
+    _crash(store)
+    store = _open(path)
+    fresh = _fresh_terms(store)
+    assert {i: set(store.keywords.terms_of(i)) for i in fresh} == fresh
+    assert "kubernet" in store.keywords.terms_of(4)
     store.close()
