@@ -72,9 +72,10 @@ class VectorIndex:
             self._row[moved] = row
 
     def rows(self) -> tuple[np.ndarray, np.ndarray]:
-        """Copies of every id and its vector, row for row."""
+        """Every id and its vector, row for row: views, valid while the store's lock is held
+        (copy what must outlive it)."""
         n = len(self._row)
-        return self._ids[:n].copy(), self._matrix[:n].copy()
+        return self._ids[:n], self._matrix[:n]
 
     def vector(self, memory_id: int) -> np.ndarray | None:
         row = self._row.get(memory_id)

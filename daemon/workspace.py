@@ -81,7 +81,7 @@ class MemoryStore:
                 keep = [i for i, memory_id in enumerate(ids.tolist())
                         if memory_id in self.catalog
                         and self.catalog[memory_id].embedding_model == self.model]
-                ids, matrix = ids[keep], matrix[keep]
+                ids, matrix = ids[keep], matrix[keep]  # copies: the views go with the lock
                 memories = [self.catalog[memory_id] for memory_id in ids.tolist()]
                 contents = [m.content for m in memories]
                 texts = [keyword_text(m) for m in memories]
