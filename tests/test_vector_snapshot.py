@@ -58,6 +58,15 @@ def _assert_index_matches_database(store: MemoryStore) -> int:
     return len(ids)
 
 
+def _stored_and_closed(tmp_path, texts: dict[int, str], tags: list[str] = ()):
+    """A database holding `texts`, closed cleanly, so that its snapshot is written."""
+    path = tmp_path / "memory.lbug"
+    store = _open(path)
+    _write(store, texts, _unit(len(texts)), tags)
+    store.close()
+    return path
+
+
 def _reads(store: MemoryStore) -> int:
     """How many embeddings an open of this database now reads from the database itself."""
     snapshot = vector_snapshot.load(store.db_path, store.model, DIM)
@@ -78,10 +87,7 @@ def test_a_clean_close_lets_the_next_open_read_no_embedding(tmp_path):
 
 
 def test_what_changed_after_the_snapshot_comes_from_the_database(tmp_path):
-    path = tmp_path / "memory.lbug"
-    store = _open(path)
-    _write(store, {i: f"note {i} about the deploy" for i in range(1, 31)}, _unit(30))
-    store.close()
+    path = _stored_and_closed(tmp_path, {i: f"note {i} about the deploy" for i in range(1, 31)})
     store = _open(path)
     # A new memory, a rewritten one, one whose text only changes case, one deleted; then
     # the daemon dies before it can write a new snapshot.
@@ -99,10 +105,7 @@ def test_what_changed_after_the_snapshot_comes_from_the_database(tmp_path):
 
 
 def test_a_snapshot_for_another_model_or_damaged_is_ignored(tmp_path):
-    path = tmp_path / "memory.lbug"
-    store = _open(path)
-    _write(store, {i: f"note {i}" for i in range(1, 11)}, _unit(10))
-    store.close()
+    path = _stored_and_closed(tmp_path, {i: f"note {i}" for i in range(1, 11)})
     assert vector_snapshot.load(str(path), "model-b", DIM) is None
     assert vector_snapshot.load(str(path), MODEL, DIM + 1) is None
     snap = vector_snapshot.path_for(str(path))
@@ -116,10 +119,7 @@ def test_a_snapshot_for_another_model_or_damaged_is_ignored(tmp_path):
 
 
 def test_links_planted_at_the_snapshot_are_not_followed(tmp_path):
-    path = tmp_path / "memory.lbug"
-    store = _open(path)
-    _write(store, {i: f"note {i}" for i in range(1, 6)}, _unit(5))
-    store.close()
+    path = _stored_and_closed(tmp_path, {i: f"note {i}" for i in range(1, 6)})
     target = tmp_path / "elsewhere"
     target.write_bytes(vector_snapshot.path_for(str(path)).read_bytes())
     snap = vector_snapshot.path_for(str(path))
@@ -136,10 +136,7 @@ def test_links_planted_at_the_snapshot_are_not_followed(tmp_path):
 
 
 def test_a_write_behind_the_daemons_back_discards_the_snapshot(tmp_path):
-    path = tmp_path / "memory.lbug"
-    store = _open(path)
-    _write(store, {1: "note one", 2: "note two"}, _unit(2))
-    store.close()
+    path = _stored_and_closed(tmp_path, {1: "note one", 2: "note two"})
     store = _open(path)
     other = _unit(1)[0]
     store.db.rows("MATCH (m:Memory) WHERE m.id = 1 SET m.embedding = $e",
@@ -156,11 +153,7 @@ def test_a_write_behind_the_daemons_back_discards_the_snapshot(tmp_path):
 
 @pytest.mark.parametrize("count", [0, 3])
 def test_an_empty_or_small_workspace_round_trips(tmp_path, count):
-    path = tmp_path / "memory.lbug"
-    store = _open(path)
-    if count:
-        _write(store, {i: f"n{i}" for i in range(1, count + 1)}, _unit(count))
-    store.close()
+    path = _stored_and_closed(tmp_path, {i: f"n{i}" for i in range(1, count + 1)})
     store = _open(path)
     assert _reads(store) == 0
     assert _assert_index_matches_database(store) == count
@@ -173,13 +166,13 @@ def _fresh_terms(store: MemoryStore) -> dict[int, set]:
 
 
 def test_index_terms_come_from_the_snapshot_only_for_the_same_text(tmp_path):
-    path = tmp_path / "memory.lbug"
-    store = _open(path)
-    _write(store, {i: f"note {i} about deploying the billing service" for i in range(1, 21)},
-           _unit(20), tags=["ops"])
-    store.close()
+    path = _stored_and_closed(
+        tmp_path, {i: f"note {i} about deploying the billing service" for i in range(1, 21)},
+        tags=["ops"])
     snapshot = vector_snapshot.load(str(path), MODEL, DIM)
-    m = _open(path).catalog[3]
+    store = _open(path)
+    m = store.catalog[3]
+    store.close()
     assert set(snapshot.terms_for(3, keyword_text(m))) == \
         set(KeywordIndex().analyse(keyword_text(m)))
     assert "op" in snapshot.terms_for(3, keyword_text(m))  # tags are analysed too
@@ -188,10 +181,7 @@ def test_index_terms_come_from_the_snapshot_only_for_the_same_text(tmp_path):
 
 
 def test_reopened_index_terms_match_a_fresh_analysis_after_changes(tmp_path):
-    path = tmp_path / "memory.lbug"
-    store = _open(path)
-    _write(store, {i: f"note {i} about the deploy" for i in range(1, 11)}, _unit(10))
-    store.close()
+    path = _stored_and_closed(tmp_path, {i: f"note {i} about the deploy" for i in range(1, 11)})
     store = _open(path)
     # The same content with new tags, and a new text; then the daemon dies.
     _write(store, {4: "note 4 about the deploy"}, store.vectors.vector(4)[None, :],
