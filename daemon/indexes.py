@@ -6,12 +6,12 @@ drift from the database.
 """
 import math
 import re
-import sys
 import threading
-from collections import Counter
 
 import numpy as np
 import tantivy
+
+from .term_table import TermTable
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 COMMIT_DELAY_S = 0.25  # a write's keyword documents are committed this long after it
@@ -25,6 +25,7 @@ class VectorIndex:
         self._matrix = np.zeros((64, dim), dtype=np.float32)
         self._ids = np.zeros(64, dtype=np.int64)
         self._row: dict[int, int] = {}
+        self._row_of = np.full(64, -1, dtype=np.int64)  # the same by id, for gathers; -1: none
         self._generation = 0  # bumped whenever the set of ids changes
         self._sorted: tuple[int, np.ndarray] = (-1, np.zeros(0, dtype=np.int64))
 
@@ -43,8 +44,18 @@ class VectorIndex:
                 self._ids = np.concatenate([self._ids, np.zeros_like(self._ids)])
             self._row[memory_id] = row
             self._ids[row] = memory_id
+            self._set_row(memory_id, row)
             self._generation += 1
         self._matrix[row] = vector
+
+    def _set_row(self, memory_id: int, row: int) -> None:
+        if memory_id <= 0:
+            return  # not a valid id (a foreign database's): left out of the gathers
+        if memory_id >= len(self._row_of):
+            grown = np.full(max(memory_id + 1, len(self._row_of) * 2), -1, dtype=np.int64)
+            grown[:len(self._row_of)] = self._row_of
+            self._row_of = grown
+        self._row_of[memory_id] = row
 
     def load(self, ids: list[int], matrix: np.ndarray) -> None:
         """Fill an empty index in one step (opening a database)."""
@@ -57,6 +68,9 @@ class VectorIndex:
         self._ids = np.zeros(capacity, dtype=np.int64)
         self._ids[:len(ids)] = ids
         self._row = {memory_id: row for row, memory_id in enumerate(ids)}
+        self._row_of = np.full(max(64, max(ids) + 1), -1, dtype=np.int64)
+        valid = np.flatnonzero(self._ids[:len(ids)] > 0)  # see _set_row
+        self._row_of[self._ids[valid]] = valid
         self._generation += 1
 
     def remove(self, memory_id: int) -> None:
@@ -64,12 +78,14 @@ class VectorIndex:
         if row is None:
             return
         self._generation += 1
+        self._set_row(memory_id, -1)
         last = len(self._row)  # index of the last live row, after the pop
         if row != last:
             moved = int(self._ids[last])
             self._matrix[row] = self._matrix[last]
             self._ids[row] = moved
             self._row[moved] = row
+            self._set_row(moved, row)
 
     def rows(self) -> tuple[np.ndarray, np.ndarray]:
         """Every id and its vector, row for row: views, valid while the store's lock is held
@@ -103,6 +119,11 @@ class VectorIndex:
         unknown id)."""
         item, rows = scores.item, self._row  # a few thousand lookups: no list of every score
         return lambda memory_id: item(rows[memory_id]) if memory_id in rows else 0.0
+
+    def cosines(self, scores: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """The result of scores() for each of `ids` (float64; 0.0 for an id without a vector)."""
+        rows = self._row_of[np.where((ids > 0) & (ids < len(self._row_of)), ids, 0)]
+        return np.where(rows >= 0, scores[rows], 0.0).astype(np.float64)
 
     def best(self, scores: np.ndarray, allowed: set[int] | None,
              k: int) -> list[tuple[int, float]]:
@@ -182,8 +203,7 @@ class KeywordIndex:
         self._ids: set[int] = set()
         # Each memory's distinct terms and every term's document frequency, for term-level
         # questions the BM25 query cannot answer (which query terms a memory contains).
-        self._terms: dict[int, tuple[str, ...]] = {}  # distinct terms
-        self._df: Counter = Counter()
+        self._terms = TermTable()
         # The same analysis as tantivy's en_stem: terms here are the index's terms.
         self._analyzer = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
                           .filter(tantivy.Filter.remove_long(40))
@@ -200,34 +220,28 @@ class KeywordIndex:
         """docs: iterable of Memory records. One commit for the lot. `known_terms(id, text)`
         may give a memory's terms analysed earlier from the same text (None: analyse it)."""
         with self._lock:
+            batch = {}
             for m in docs:
                 if m.id in self._ids:
                     self._writer.delete_documents_by_term("id", m.id)
-                    self._df.subtract(self._terms.pop(m.id, ()))
                 text = keyword_text(m)
                 self._writer.add_document(tantivy.Document(
                     id=m.id, text=text,
                     workspace=m.workspace, category=m.category, tag=list(m.tags) or [""]))
                 self._ids.add(m.id)
-                # Interned: the same few thousand terms recur in every memory (17 MB per
-                # 10k memories as separate strings, 8 MB shared). A tuple, not a frozenset:
-                # a third of the memory, and callers only intersect a few query terms with it.
                 terms = None if known_terms is None else known_terms(m.id, text)
-                if terms is None:
-                    terms = tuple(set(map(sys.intern, self._analyzer.analyze(text))))
-                self._terms[m.id] = terms
-                self._df.update(terms)
+                batch[m.id] = set(self._analyzer.analyze(text)) if terms is None else terms
+            self._terms.put(batch)
             self.version += 1
             self._stage()
 
     def remove_many(self, ids) -> None:
         with self._lock:
-            for memory_id in ids:
-                if memory_id in self._ids:
-                    self._writer.delete_documents_by_term("id", memory_id)
-                    self._ids.discard(memory_id)
-                    self._df.subtract(self._terms.pop(memory_id, ()))
-            self._df = +self._df  # drop terms no memory has any more
+            gone = [memory_id for memory_id in ids if memory_id in self._ids]
+            for memory_id in gone:
+                self._writer.delete_documents_by_term("id", memory_id)
+                self._ids.discard(memory_id)
+            self._terms.remove(gone)
             self.version += 1
             self._stage()
 
@@ -237,7 +251,7 @@ class KeywordIndex:
 
     def idf(self, term: str) -> float:
         """BM25's inverse document frequency of an index term; 0 for a term no memory has."""
-        df = self._df.get(term, 0)
+        df = self._terms.frequency(term)
         if df == 0:
             return 0.0
         n = len(self._ids)
@@ -245,7 +259,11 @@ class KeywordIndex:
 
     def terms_of(self, memory_id: int) -> tuple[str, ...]:
         """The distinct index terms of a memory."""
-        return self._terms.get(memory_id, ())
+        return self._terms.of(memory_id)
+
+    def term_bits(self, terms: list[str], ids: np.ndarray) -> np.ndarray:
+        """For each of `ids`, which of `terms` (at most 64) it contains: bit j for terms[j]."""
+        return self._terms.bits(terms, ids)
 
     def _stage(self) -> None:
         """Lock held: documents were added or deleted; commit them soon."""

@@ -18,8 +18,8 @@ importance. Three fusion modes (MEMORY_FUSION):
 bench/locomo.py measures them; bench/RESULTS.md records why the constants are what they are.
 """
 import math
-import weakref
 from dataclasses import dataclass, field
+from itertools import repeat
 
 import numpy as np
 
@@ -99,12 +99,11 @@ def fuse(vector_hits: list[tuple[int, float]], keyword_hits: list[tuple[int, flo
 
 
 def rank(store, query: str, query_vector, flt: SearchFilter, pool: int, mode: str,
-         rrf_k: int, exact_top: int | None = None, graph_boost: float = 0.0) -> list[Ranked]:
+         rrf_k: int) -> list[Ranked]:
     """Every candidate the two channels find for `query` within the filter, best first.
-    Call with the store's read lock held. (`exact_top`, `graph_boost`: see rank_context.)"""
+    Call with the store's read lock held."""
     if mode == "context":
-        return rank_context(store, analyse(query), query_vector, flt, pool, exact_top,
-                            graph_boost)
+        return rank_context(store, analyse(query), query_vector, flt, pool)
     allowed = scope_ids(store, flt)
     vector_hits = store.vectors.search(query_vector, allowed, pool)
     keyword_hits = [(i, s) for i, s in store.keywords.search(
@@ -129,46 +128,6 @@ def demote_superseded(graph, ranked: list) -> list:
 
 # -- context mode ----------------------------------------------------------------------------
 
-def _neighbours(store, order: np.ndarray, m: Memory, reach: int) -> tuple[tuple[int, int], ...]:
-    """(distance, id) of the memories stored just before and after `m` in its workspace (up
-    to `reach` on each side), each stored within NEIGHBOUR_WINDOW_S of the next one."""
-    out = []
-    pos = int(np.searchsorted(order, m.id))
-    for step in (-1, 1):
-        last, i, dist = m, pos + step, 0
-        while 0 <= i < len(order) and dist < reach:
-            other = store.catalog.get(int(order[i]))
-            i += step
-            if other is None or other.workspace != m.workspace:
-                continue  # another workspace sharing the database file: skip over it
-            if abs((other.created_at - last.created_at).total_seconds()) > NEIGHBOUR_WINDOW_S:
-                break
-            dist += 1
-            out.append((dist, other.id))
-            last = other
-    return tuple(out)
-
-
-class _Layout:
-    """What depends only on which memories exist (ids, workspaces and creation times never
-    change): who neighbours whom. Kept per index until a memory is added or removed."""
-
-    def __init__(self, key):
-        self.key = key
-        self.windows: dict[int, tuple[tuple[int, int], ...]] = {}
-
-
-_LAYOUTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def _layout(store, reach: int) -> _Layout:
-    key = (store.vectors.generation, reach)
-    layout = _LAYOUTS.get(store.vectors)
-    if layout is None or layout.key != key:
-        layout = _LAYOUTS[store.vectors] = _Layout(key)
-    return layout
-
-
 def scope_ids(store, flt: SearchFilter) -> set[int] | None:
     """The ids the filter admits, or None when it admits every memory. (Only narrows what
     the channels look at: every candidate is checked against the filter again.)"""
@@ -182,20 +141,102 @@ def scope_ids(store, flt: SearchFilter) -> set[int] | None:
     return None if len(scope) == len(catalog) else set(scope)
 
 
-def rank_context(store, q: QueryAnalysis, query_vector, flt: SearchFilter, pool: int,
-                 exact_top: int | None = None, graph_boost: float = 0.0) -> list[Ranked]:
-    """`exact_top`: only the first this many places must be exact (None: all). A candidate
-    that cannot reach them, even with its neighbours' best possible share and `graph_boost`
-    (the most the graph channel can add afterwards), keeps a score without its neighbours'
-    share: it stays in the list, below every place that is shown."""
+REACH = len(NEIGHBOUR_WEIGHTS)
+# per column of Timeline.neighbours(): REACH before, then REACH after
+_COLUMN_WEIGHTS = np.array(NEIGHBOUR_WEIGHTS * 2, dtype=np.float64)
+_WINDOW_US = int(NEIGHBOUR_WINDOW_S * 1_000_000)
+_TERMS_PER_PASS = 64  # TermTable.bits gives one bit per term in a uint64
+
+
+class _Evidence:
+    """Each memory's own evidence for one query, for many memories at once: both channels,
+    the share of the query's terms (IDF-weighted) found in it and its neighbours, and whether
+    the query names one of its tags. Arrays in, arrays out: a thousand memories per query."""
+
+    def __init__(self, store, q: QueryAnalysis, scores: np.ndarray, keyword: dict[int, float]):
+        self.store, self.q, self.scores, self.keyword = store, q, scores, keyword
+        self.neighbours = store.timeline.neighbours(REACH, _WINDOW_US)
+        keywords = store.keywords
+        idf = {t: keywords.idf(t) for t in dict.fromkeys(keywords.analyse(" ".join(q.keywords)))}
+        self.terms = [t for t, w in idf.items() if w > 0]
+        self.weights = [idf[t] for t in self.terms]
+        self.idf_total = sum(self.weights)
+        self.tag_named: dict[str, bool] = {}
+        # per pass of 64 terms: which memories were looked up, and their bits (by id)
+        self._known: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def window(self, ids: np.ndarray) -> np.ndarray:
+        """The neighbours of each of `ids` (0: none), one column per place."""
+        ok = (ids > 0) & (ids < len(self.neighbours))
+        return np.where(ok[:, None], self.neighbours[np.where(ok, ids, 0)], 0)
+
+    def base(self, ids: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The evidence total of each of `ids`, and its parts."""
+        parts = {"vector": CONTEXT_VECTOR_WEIGHT * np.maximum(
+                     0.0, self.store.vectors.cosines(self.scores, ids)),
+                 "keyword": CONTEXT_KEYWORD_WEIGHT * np.fromiter(
+                     map(self.keyword.get, ids.tolist(), repeat(0.0)), dtype=np.float64,
+                     count=len(ids))}
+        if self.idf_total > 0:
+            parts["coverage"] = COVERAGE_WEIGHT * self._covered(ids) / self.idf_total
+        named = self._names_a_tag(ids)
+        if named.any():
+            parts["tag"] = np.where(named, TAG_BOOST, 0.0)
+        total = parts["vector"] + parts["keyword"]
+        for name in ("coverage", "tag"):
+            if name in parts:
+                total = total + parts[name]
+        return total, parts
+
+    def _covered(self, ids: np.ndarray) -> np.ndarray:
+        """The IDF weight of the query's terms found in each memory or its neighbours."""
+        around = np.concatenate([ids[:, None], self.window(ids)], axis=1)
+        covered = np.zeros(len(ids), dtype=np.float64)
+        for first in range(0, len(self.terms), _TERMS_PER_PASS):
+            seen = np.bitwise_or.reduce(self._bits(first, around), axis=1)
+            for j, weight in enumerate(self.weights[first:first + _TERMS_PER_PASS]):
+                # in term order, adding 0.0 where absent: the same sum as term by term
+                covered = covered + weight * ((seen >> np.uint64(j)) & np.uint64(1))
+        return covered
+
+    def _bits(self, first: int, ids: np.ndarray) -> np.ndarray:
+        """Which of the query's terms first..first+63 each of `ids` contains (one bit each),
+        asking the term table only about memories this query has not asked about yet."""
+        known = self._known.get(first)
+        if known is None:
+            size = max(len(self.neighbours), int(ids.max(initial=0)) + 1)
+            known = self._known[first] = (np.zeros(size, dtype=bool),
+                                          np.zeros(size, dtype=np.uint64))
+        asked, bits = known
+        ids = np.where((ids > 0) & (ids < len(asked)), ids, 0)
+        new = np.sort(ids[~asked[ids]])
+        if len(new):
+            new = new[np.concatenate(([True], new[1:] != new[:-1]))]  # each once
+            asked[new] = True
+            bits[new] = self.store.keywords.term_bits(
+                self.terms[first:first + _TERMS_PER_PASS], new)
+        return bits[ids]
+
+    def _names_a_tag(self, ids: np.ndarray) -> np.ndarray:
+        catalog, named = self.store.catalog, self.tag_named
+        out = np.zeros(len(ids), dtype=bool)
+        for i, memory_id in enumerate(ids.tolist()):
+            m = catalog.get(memory_id)
+            for tag in (m.tags if m is not None else ()):
+                hit = named.get(tag)
+                if hit is None:
+                    hit = named[tag] = self.q.names_tag(tag)
+                if hit:
+                    out[i] = True
+                    break
+        return out
+
+
+def rank_context(store, q: QueryAnalysis, query_vector, flt: SearchFilter,
+                 pool: int) -> list[Ranked]:
     catalog, keywords = store.catalog, store.keywords
-    reach = len(NEIGHBOUR_WEIGHTS)
-    layout = _layout(store, reach)
-    windows = layout.windows
-    order = store.vectors.sorted_ids()
     allowed = scope_ids(store, flt)
     scores = store.vectors.scores(query_vector)
-    cosine = store.vectors.similarity(scores)
     # Candidates: each channel's best `pool` within the filter.
     vector_hits = store.vectors.best(scores, allowed, pool)
     keyword_hits = [(i, s) for i, s in keywords.search(
@@ -206,104 +247,41 @@ def rank_context(store, q: QueryAnalysis, query_vector, flt: SearchFilter, pool:
     candidates = [catalog[i] for i in dict.fromkeys([i for i, _ in vector_hits] +
                                                     [i for i, _ in keyword_hits])
                   if i in catalog and flt.admits(catalog[i])]
-
-    # The query's index terms with their IDF weights: a memory's coverage is the weight of
-    # those found in it or its neighbours.
-    idf = {t: keywords.idf(t) for t in dict.fromkeys(keywords.analyse(" ".join(q.keywords)))}
-    weights = {t: w for t, w in idf.items() if w > 0}
-    query_terms = frozenset(weights)
-    idf_total = sum(weights.values())
-    covered_by: dict[frozenset, float] = {}
-
-    def window(memory_id: int) -> tuple[tuple[int, int], ...]:
-        """(distance, id) of the memory's neighbours."""
-        got = windows.get(memory_id)
-        if got is None:
-            got = windows[memory_id] = _neighbours(store, order, catalog[memory_id], reach)
-        return got
-
-    # The query's terms each memory contains, for this query only: caching every memory's
-    # window terms instead cost ~3 KB per memory and a cold query ~10 ms of set unions.
-    query_hits: dict[int, frozenset[str]] = {}
-
-    def hits(memory_id: int) -> frozenset[str]:
-        got = query_hits.get(memory_id)
-        if got is None:
-            got = query_hits[memory_id] = query_terms.intersection(keywords.terms_of(memory_id))
-        return got
-
-    bases: dict[int, tuple[float, dict]] = {}
-    tag_named: dict[str, bool] = {}
-
-    def base(memory_id: int) -> tuple[float, dict]:
-        """A memory's own evidence: both channels, the share of the query's terms found in it
-        and its neighbours, and whether the query names one of its tags."""
-        got = bases.get(memory_id)
-        if got is None:
-            parts = {"vector": CONTEXT_VECTOR_WEIGHT * max(0.0, cosine(memory_id)),
-                     "keyword": CONTEXT_KEYWORD_WEIGHT * keyword.get(memory_id, 0.0)}
-            if idf_total > 0:
-                # the query's terms found in the memory or its neighbours
-                seen = hits(memory_id).union(*(hits(other) for _, other in window(memory_id)
-                                               if other in catalog))
-                covered = covered_by.get(seen)
-                if covered is None:
-                    covered = covered_by[seen] = sum(
-                        w for t, w in weights.items() if t in seen)
-                parts["coverage"] = COVERAGE_WEIGHT * covered / idf_total
-            for tag in catalog[memory_id].tags:
-                named = tag_named.get(tag)
-                if named is None:
-                    named = tag_named[tag] = q.names_tag(tag)
-                if named:
-                    parts["tag"] = TAG_BOOST
-                    break
-            got = bases[memory_id] = (sum(parts.values()), parts)
-        return got
-
-    def base_bound(memory_id: int) -> float:
-        """At least base(memory_id)[0], without looking at any memory's terms."""
-        if memory_id in bases:
-            return bases[memory_id][0]
-        return (CONTEXT_VECTOR_WEIGHT * max(0.0, cosine(memory_id))
-                + CONTEXT_KEYWORD_WEIGHT * keyword.get(memory_id, 0.0)
-                + (COVERAGE_WEIGHT if idf_total > 0 else 0.0)
-                + (TAG_BOOST if catalog[memory_id].tags else 0.0))
+    evidence = _Evidence(store, q, scores, keyword)
 
     # A memory next to a strong match may match nothing itself: it is a candidate too.
-    seen_ids = {m.id for m in candidates}
-    strongest = sorted(candidates, key=lambda m: (-base(m.id)[0], -m.id))[:EXPAND_FROM]
-    for m in strongest:
-        for _, other_id in window(m.id):
-            other = catalog.get(other_id)
-            if other is not None and other_id not in seen_ids and flt.admits(other):
-                seen_ids.add(other_id)
-                candidates.append(other)
+    ids = np.array([m.id for m in candidates], dtype=np.int64)
+    own, _ = evidence.base(ids)
+    strongest = ids[np.lexsort((-ids, -own))[:EXPAND_FROM]]
+    seen_ids = set(ids.tolist())
+    for other_id in evidence.window(strongest).ravel().tolist():
+        other = catalog.get(other_id) if other_id else None
+        if other is not None and other_id not in seen_ids and flt.admits(other):
+            seen_ids.add(other_id)
+            candidates.append(other)
+
+    # Each candidate's evidence, plus a share of its best neighbour's.
+    ids = np.array([m.id for m in candidates], dtype=np.int64)
+    window = evidence.window(ids)
+    involved = np.unique(np.concatenate([ids, window.ravel()]))
+    totals, parts = evidence.base(involved)
+    own = np.searchsorted(involved, ids)
+    shares = np.where(window > 0, _COLUMN_WEIGHTS * totals[np.searchsorted(involved, window)],
+                      0.0)
+    lifts = np.maximum(0.0, shares.max(axis=1, initial=0.0)).tolist()
+    columns = {name: values[own].tolist() for name, values in parts.items()}
+    names = list(columns)
+    rows = zip(*(columns[name] for name in names))
     now = utcnow()
-    own = {}
-    for m in candidates:
-        extra = {"importance": IMPORTANCE_WEIGHT * (m.importance - 1) / 4,
-                 "recency": RECENCY_WEIGHT * _recency(m, now)}
-        own[m.id] = (base(m.id)[0] + extra["importance"] + extra["recency"], extra)
-    # Every candidate scores at least its own evidence; the k-th best of those (halved when
-    # search will demote it as superseded) is a floor the shown places cannot fall below.
-    floor = -math.inf
-    if exact_top is not None and len(candidates) > exact_top:
-        graph = store.graph
-        floors = sorted((own[m.id][0] * (SUPERSEDED_FACTOR if graph.superseded_by(m.id)
-                                         else 1.0) for m in candidates), reverse=True)
-        floor = floors[exact_top - 1]
     ranked = []
-    for m in candidates:
-        score, parts = base(m.id)
-        at_least, extra = own[m.id]
-        neighbours = [(dist, i) for dist, i in window(m.id) if i in catalog]
-        lift = 0.0
-        if at_least + graph_boost + max((NEIGHBOUR_WEIGHTS[d - 1] * base_bound(i)
-                                         for d, i in neighbours), default=0.0) >= floor:
-            for dist, other_id in neighbours:
-                lift = max(lift, NEIGHBOUR_WEIGHTS[dist - 1] * base(other_id)[0])
-        ranked.append(Ranked(m, score + lift + extra["importance"] + extra["recency"],
-                             {**parts, "context": lift, **extra}))
+    for m, score, lift, row in zip(candidates, totals[own].tolist(), lifts, rows):
+        importance = IMPORTANCE_WEIGHT * (m.importance - 1) / 4
+        recency = RECENCY_WEIGHT * _recency(m, now)
+        found = dict(zip(names, row))
+        if found.get("tag") == 0.0:
+            del found["tag"]
+        ranked.append(Ranked(m, score + lift + importance + recency,
+                             {**found, "context": lift, "importance": importance,
+                              "recency": recency}))
     ranked.sort(key=lambda r: (-r.score, -r.memory.id))
     return ranked

@@ -21,6 +21,7 @@ from .errors import ToolError, invalid
 from .indexes import KeywordIndex, VectorIndex, keyword_text
 from .records import Memory, utcnow
 from .rwlock import RWLock
+from .timeline import Timeline
 from . import vector_snapshot
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ class MemoryStore:
         memories, embedded_ids, matrix, read = self.db.load_all(snapshot)
         self.catalog = {m.id: m for m in memories}
         self.per_workspace = Counter(m.workspace for m in memories)
+        self.timeline = Timeline.of(memories)
         self._by_hash = {(m.workspace, m.content_hash): m.id for m in memories}
         self.vectors.load(embedded_ids, matrix)
         self.keywords.upsert_many(memories, None if snapshot is None else snapshot.terms_for)
@@ -124,6 +126,7 @@ class MemoryStore:
             self._by_hash[(m.workspace, m.content_hash)] = m.id
         for memory_id, vector in embeddings.items():
             self.vectors.upsert(memory_id, vector)
+        self.timeline.put_many(memories)
         self.keywords.upsert_many(memories)
 
     def unindexed(self, ids: list[int]) -> None:
@@ -138,6 +141,7 @@ class MemoryStore:
             self.per_workspace[old.workspace] -= 1
             if self._by_hash.get((old.workspace, old.content_hash)) == memory_id:
                 del self._by_hash[(old.workspace, old.content_hash)]
+        self.timeline.remove_many(ids)
         self.keywords.remove_many(ids)
 
     def record_access(self, ids) -> None:

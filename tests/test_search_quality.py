@@ -12,6 +12,7 @@ from memnest_daemon.config import Settings
 from memnest_daemon.indexes import KeywordIndex, VectorIndex
 from memnest_daemon.query_analysis import STOPWORDS, analyse, keyword_terms
 from memnest_daemon.records import Memory, content_hash
+from memnest_daemon.timeline import Timeline
 
 T0 = datetime(2025, 3, 1, 12, 0, 0)
 DIM = 8
@@ -83,7 +84,7 @@ def _unit(seed: int) -> np.ndarray:
 
 def _store(memories, vectors=None):
     store = SimpleNamespace(catalog={m.id: m for m in memories}, vectors=VectorIndex(DIM),
-                            keywords=KeywordIndex(),
+                            keywords=KeywordIndex(), timeline=Timeline.of(memories),
                             per_workspace=Counter(m.workspace for m in memories))
     for m in memories:
         store.vectors.upsert(m.id, (vectors or {}).get(m.id, _unit(1000 + m.id)))
@@ -128,8 +129,10 @@ def test_neighbours_stop_at_an_hour_gap_and_at_other_workspaces():
     store = _store(memories)
     ranked = {r.memory.id: r for r in _rank(store, "concert birthday")}
     assert 2 not in ranked or ranked[2].parts["context"] == 0
-    window = search._neighbours(store, store.vectors.sorted_ids(), memories[1], 2)
-    assert window == ((1, 4),)                # skips /other; 1 is too far back in time
+    before_1, before_2, after_1, after_2 = store.timeline.neighbours(
+        2, 3600 * 10**6)[2].tolist()
+    assert (before_1, before_2, after_1, after_2) == (0, 0, 4, 0)  # skips /other; 1 is too
+    #                                                               far back in time
 
 
 def test_coverage_counts_query_terms_found_around_a_memory():
@@ -219,36 +222,95 @@ def test_context_search_finds_the_answer_turn_through_the_daemon(call):
         assert call("memory_search", query=question, fusion=mode)["results"]
 
 
-def test_ranking_only_the_shown_places_exactly_keeps_them_identical():
-    """rank_context skips the neighbour share of candidates that cannot reach the first
-    `exact_top` places; those places (after the graph boost and demotion that follow) must
-    be exactly what the full ranking gives."""
-    from memnest_daemon.graph import Graph
-    from memnest_daemon.graph_signal import boost
+def _reference_ranking(store, query: str, vector, flt) -> list[tuple[int, float, dict]]:
+    """The context ranking written out memory by memory, as the module doc states it: what
+    rank_context computes with arrays must come out the same."""
+    catalog, keywords = store.catalog, store.keywords
+    q = search.analyse(query)
+    scores = store.vectors.scores(vector)
+    cosine = store.vectors.similarity(scores)
+    allowed = {i for i, m in catalog.items() if flt.admits(m)}
+    vector_hits = store.vectors.best(scores, allowed, 100)
+    keyword_hits = [(i, s) for i, s in keywords.search(" ".join(q.keywords), 100,
+                                                       flt.workspace, None, flt.tags or None)
+                    if i in allowed]
+    best = max((s for _, s in keyword_hits), default=0.0)
+    keyword = {i: s / best for i, s in keyword_hits} if best > 0 else {}
+    candidates = list(dict.fromkeys([i for i, _ in vector_hits] +
+                                    [i for i, _ in keyword_hits]))
+    weights = {t: keywords.idf(t) for t in dict.fromkeys(keywords.analyse(
+        " ".join(q.keywords)))}
+    weights = {t: w for t, w in weights.items() if w > 0}
 
+    def window(memory_id):  # (distance, id): same workspace, id order, an hour per step
+        m, out = catalog[memory_id], []
+        same = sorted(i for i, o in catalog.items() if o.workspace == m.workspace)
+        at = same.index(memory_id)
+        for step in (-1, 1):
+            last, i = m, at + step
+            while 0 <= i < len(same) and abs(i - at) <= 2:
+                other = catalog[same[i]]
+                if abs((other.created_at - last.created_at).total_seconds()) > 3600:
+                    break
+                out.append((abs(i - at), other.id))
+                last, i = other, i + step
+        return out
+
+    def base(memory_id):
+        parts = {"vector": search.CONTEXT_VECTOR_WEIGHT * max(0.0, cosine(memory_id)),
+                 "keyword": search.CONTEXT_KEYWORD_WEIGHT * keyword.get(memory_id, 0.0)}
+        if weights:
+            seen = set(keywords.terms_of(memory_id))
+            for _, other in window(memory_id):
+                seen |= set(keywords.terms_of(other))
+            parts["coverage"] = search.COVERAGE_WEIGHT * sum(
+                w for t, w in weights.items() if t in seen) / sum(weights.values())
+        if any(q.names_tag(tag) for tag in catalog[memory_id].tags):
+            parts["tag"] = search.TAG_BOOST
+        return sum(parts.values()), parts
+
+    strongest = sorted(candidates, key=lambda i: (-base(i)[0], -i))[:search.EXPAND_FROM]
+    for i in strongest:
+        for _, other in window(i):
+            if other not in candidates and flt.admits(catalog[other]):
+                candidates.append(other)
+    now = search.utcnow()
+    out = []
+    for i in candidates:
+        score, parts = base(i)
+        lift = max([0.0] + [search.NEIGHBOUR_WEIGHTS[d - 1] * base(o)[0]
+                            for d, o in window(i)])
+        m = catalog[i]
+        extra = {"importance": search.IMPORTANCE_WEIGHT * (m.importance - 1) / 4,
+                 "recency": search.RECENCY_WEIGHT * search._recency(m, now)}
+        out.append((i, score + lift + extra["importance"] + extra["recency"],
+                    {**parts, "context": lift, **extra}))
+    return sorted(out, key=lambda r: (-r[1], -r[0]))
+
+
+def test_the_array_ranking_equals_the_formula_memory_by_memory(monkeypatch):
+    monkeypatch.setattr(search, "utcnow", lambda: T0 + timedelta(days=3))
     rng = np.random.default_rng(11)
-    words = "lake paint concert guinea pig pottery birthday hike camp book".split()
+    words = "lake paint concert guinea pig pottery birthday hike camp book mel".split()
     memories = [_memory(i, " ".join(rng.choice(words, size=rng.integers(3, 9))),
+                        workspace="/ws" if i % 7 else "/other",
                         tags=["mel"] if i % 17 == 0 else (),
-                        minutes=i * 5 + (600 if i % 40 == 0 else 0)) for i in range(1, 601)]
+                        minutes=i * 5 + (600 if i % 40 == 0 else 0)) for i in range(1, 301)]
+    for m in memories[::11]:
+        m.importance = 5
     store = _store(memories, {m.id: _unit(int(rng.integers(0, 60))) for m in memories})
-    store.graph = Graph([("SUPERSEDES", i + 1, i) for i in range(3, 600, 9)], [])
-    store.signal = {i: (float(rng.random()), int(rng.integers(0, 4)))
-                    for i in range(1, 601, 5)}
-    flt = search.SearchFilter(workspace="/ws")
-    skipped = 0
-    for seed in range(40):
-        query = " ".join(rng.choice(words, size=3))
-        vector = _unit(seed % 60)
-        for top in (1, 3, 10, 25):
-            full = search.demote_superseded(store.graph, boost(search.rank(
-                store, query, vector, flt, 100, "context", 60), store.signal, 0.1))
-            quick = search.demote_superseded(store.graph, boost(search.rank(
-                store, query, vector, flt, 100, "context", 60, exact_top=max(top, 3),
-                graph_boost=0.1), store.signal, 0.1))
-            assert len(quick) == len(full)
-            assert [(r.memory.id, round(r.score, 9)) for r in quick[:top]] == \
-                [(r.memory.id, round(r.score, 9)) for r in full[:top]]
-            exact = {r.memory.id: r.score for r in full}
-            skipped += sum(r.score < exact[r.memory.id] - 1e-12 for r in quick)
-    assert skipped > 0  # the shortcut was taken, so the equality above means something
+    for flt in (search.SearchFilter(workspace="/ws"),
+                search.SearchFilter(workspace="/ws", tags=["mel"]),
+                search.SearchFilter(workspace="/ws", min_importance=4)):
+        for seed in range(25):
+            query = " ".join(rng.choice(words, size=int(rng.integers(1, 5))))
+            vector = _unit(seed % 60)
+            got = [(r.memory.id, r.score, r.parts) for r in search.rank(
+                store, query, vector, flt, 100, "context", 60)]
+            expected = _reference_ranking(store, query, vector, flt)
+            assert [i for i, _, _ in got] == [i for i, _, _ in expected]
+            for (_, score, parts), (_, want, want_parts) in zip(got, expected):
+                assert score == pytest.approx(want, abs=1e-12)
+                assert parts.keys() == want_parts.keys()
+                assert all(parts[k] == pytest.approx(want_parts[k], abs=1e-12)
+                           for k in parts)

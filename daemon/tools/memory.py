@@ -96,10 +96,7 @@ def memory_search(ctx: ToolContext, args: dict) -> dict:
             tags=normalise_tags(args.get("tags")),
             min_importance=args.get("min_importance", 1)),
             pool=max(ctx.settings.search_candidates, offset + top_k),
-            mode=args.get("fusion", ctx.settings.fusion), rrf_k=ctx.settings.rrf_k,
-            # boost() reads the top three places: they must be exact too
-            exact_top=max(offset + top_k, 3),
-            graph_boost=graph_weight if store.signal else 0.0)
+            mode=args.get("fusion", ctx.settings.fusion), rrf_k=ctx.settings.rrf_k)
         ranked = demote_superseded(store.graph, boost(ranked, store.signal, graph_weight))
         page = ranked[offset:offset + top_k]
         store.record_access(r.memory.id for r in page)
