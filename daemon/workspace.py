@@ -169,7 +169,7 @@ class MemoryStore:
             dirty, self._accessed = self._accessed, set()
         rows = [self.catalog[i] for i in dirty if i in self.catalog]
         if rows:
-            with self.db.transaction() as db:
+            with self.db.transaction(checkpoint=False) as db:  # small rows, no embedding
                 db.save_access(rows)
         return len(rows)
 
