@@ -11,14 +11,19 @@ import threading
 import numpy as np
 import tantivy
 
+from .row_bound import RowBound
 from .term_table import TermTable
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 COMMIT_DELAY_S = 0.25  # a write's keyword documents are committed this long after it
+# From this many rows a query reads a bound for every row (row_bound.py) and only the rows
+# that can matter in full: a full product over 100k rows is ~150 MB of memory traffic.
+BOUND_FROM_ROWS = 20_000
 
 
 class VectorIndex:
-    """Unit vectors in one float32 matrix; search is one matrix-vector product."""
+    """Unit vectors in one float32 matrix; search is one matrix-vector product (in a large
+    index, one over a smaller copy first: see BOUND_FROM_ROWS)."""
 
     def __init__(self, dim: int):
         self.dim = dim
@@ -28,6 +33,7 @@ class VectorIndex:
         self._row_of = np.full(64, -1, dtype=np.int64)  # the same by id, for gathers; -1: none
         self._generation = 0  # bumped whenever the set of ids changes
         self._sorted: tuple[int, np.ndarray] = (-1, np.zeros(0, dtype=np.int64))
+        self._bound: RowBound | None = None
 
     def __len__(self) -> int:
         return len(self._row)
@@ -47,6 +53,16 @@ class VectorIndex:
             self._set_row(memory_id, row)
             self._generation += 1
         self._matrix[row] = vector
+        if self._bound is not None:
+            self._bound.set_rows(row, self._matrix[row:row + 1])
+        elif len(self._row) >= BOUND_FROM_ROWS:
+            self._fit_bound()
+
+    def _fit_bound(self) -> None:
+        n = len(self._row)
+        self._bound = RowBound(self._matrix[:n], len(self._ids))
+        for first in range(0, n, 8192):  # in slices: one pass would need 2 x 150 MB at 100k
+            self._bound.set_rows(first, self._matrix[first:min(n, first + 8192)])
 
     def _set_row(self, memory_id: int, row: int) -> None:
         if memory_id <= 0:
@@ -72,6 +88,8 @@ class VectorIndex:
         valid = np.flatnonzero(self._ids[:len(ids)] > 0)  # see _set_row
         self._row_of[self._ids[valid]] = valid
         self._generation += 1
+        if len(ids) >= BOUND_FROM_ROWS:
+            self._fit_bound()
 
     def remove(self, memory_id: int) -> None:
         row = self._row.pop(memory_id, None)
@@ -86,6 +104,8 @@ class VectorIndex:
             self._ids[row] = moved
             self._row[moved] = row
             self._set_row(moved, row)
+            if self._bound is not None:
+                self._bound.move(last, row)
 
     def rows(self) -> tuple[np.ndarray, np.ndarray]:
         """Every id and its vector, row for row: views, valid while the store's lock is held
@@ -110,27 +130,13 @@ class VectorIndex:
             self._sorted = (self._generation, ids)
         return ids
 
-    def scores(self, query: np.ndarray) -> np.ndarray:
-        """Cosine similarity of `query` to every row (unit vectors), from one product."""
-        return self._matrix[:len(self._row)] @ query.astype(np.float32)
+    def scores(self, query: np.ndarray) -> "Scores":
+        """Cosine similarity of `query` to the rows (unit vectors), read as needed."""
+        return Scores(self, query)
 
-    def similarity(self, scores: np.ndarray):
-        """A function id -> cosine similarity, over the result of scores() (0.0 for an
-        unknown id)."""
-        item, rows = scores.item, self._row  # a few thousand lookups: no list of every score
-        return lambda memory_id: item(rows[memory_id]) if memory_id in rows else 0.0
-
-    def cosines(self, scores: np.ndarray, ids: np.ndarray) -> np.ndarray:
-        """The result of scores() for each of `ids` (float64; 0.0 for an id without a vector)."""
-        rows = self._row_of[np.where((ids > 0) & (ids < len(self._row_of)), ids, 0)]
-        return np.where(rows >= 0, scores[rows], 0.0).astype(np.float64)
-
-    def best(self, scores: np.ndarray, allowed: set[int] | None,
-             k: int) -> list[tuple[int, float]]:
-        """The k best ids among `allowed` (all when None) by the result of scores()."""
-        ids, rows = self._scope(allowed)
-        return self._top(ids, scores[None, :] if rows is None else scores[None, rows],
-                         k, -1.0)[0] if k > 0 else []
+    def _rows_for(self, ids: np.ndarray) -> np.ndarray:
+        """The row of each of `ids` (-1: no vector)."""
+        return self._row_of[np.where((ids > 0) & (ids < len(self._row_of)), ids, 0)]
 
     def search(self, query: np.ndarray, allowed: set[int] | None, k: int) -> list[tuple[int, float]]:
         """The k most similar memories among `allowed` (all when None), best first."""
@@ -143,9 +149,35 @@ class VectorIndex:
         if k <= 0:
             return [[] for _ in queries]
         ids, rows = self._scope(allowed)
+        queries = queries.astype(np.float32)
+        if self._bound is not None:
+            return self._bounded_top(queries, ids, rows, k, min_score)
         # matrix @ queries.T measured 2 ms where queries @ matrix.T took 3.5-12 ms (10 x 10k)
-        scores = (self._matrix[:len(self._row)] @ queries.astype(np.float32).T).T
+        scores = (self._matrix[:len(self._row)] @ queries.T).T
         return self._top(ids, scores if rows is None else scores[:, rows], k, min_score)
+
+    def _bounded_top(self, queries: np.ndarray, ids: np.ndarray, rows: np.ndarray | None,
+                     k: int, min_score: float) -> list[list[tuple[int, float]]]:
+        """_top() over exact scores, reading in full only the rows whose bound reaches the
+        floor and the k-th best exact score of the 2k best bounds (no other row can)."""
+        bounds = self._bound.bounds(queries, len(self._row))
+        if rows is None:
+            rows = np.arange(len(ids))
+        else:
+            bounds = bounds[:, rows]
+        out = []
+        for query, bound in zip(queries, bounds):
+            reach = np.flatnonzero(bound >= min_score) if min_score > -1.0 else \
+                np.arange(len(bound))
+            if len(reach) > k > 0:
+                probe = reach[np.argpartition(-bound[reach], min(2 * k, len(reach)) - 1)
+                              [:min(2 * k, len(reach))]]
+                exact = self._matrix[rows[probe]] @ query
+                kth = np.partition(exact, len(probe) - k)[len(probe) - k]
+                reach = reach[bound[reach] >= kth]
+            exact = self._matrix[rows[reach]] @ query
+            out.extend(self._top(ids[reach], exact[None, :], k, min_score))
+        return out
 
     def _scope(self, allowed: set[int] | None) -> tuple[np.ndarray, np.ndarray | None]:
         """The ids in scope and their rows (None: every row)."""
@@ -172,6 +204,39 @@ class VectorIndex:
                     top[np.argpartition(-row[top], k - 1)[:k]]
             top = top[np.lexsort((ids[top], -row[top]))]
             out.append(list(zip(ids[top].tolist(), row[top].tolist())))
+        return out
+
+
+class Scores:
+    """One query's cosine similarity to an index's rows: all of them from one product, or in
+    a large index only those asked for or able to reach the best (VectorIndex._bounded_top).
+    Valid while the store's lock is held."""
+
+    def __init__(self, index: VectorIndex, query: np.ndarray):
+        self._index = index
+        self._query = query.astype(np.float32)
+        self._all = None if index._bound is not None else \
+            index._matrix[:len(index)] @ self._query
+
+    def best(self, allowed: set[int] | None, k: int) -> list[tuple[int, float]]:
+        """The k most similar ids among `allowed` (all when None), best first."""
+        if k <= 0:
+            return []
+        index = self._index
+        ids, rows = index._scope(allowed)
+        if self._all is None:
+            return index._bounded_top(self._query[None, :], ids, rows, k, -1.0)[0]
+        return index._top(ids, (self._all if rows is None else self._all[rows])[None, :],
+                          k, -1.0)[0]
+
+    def cosines(self, ids: np.ndarray) -> np.ndarray:
+        """The similarity of each of `ids` (float64; 0.0 for an id without a vector)."""
+        rows = self._index._rows_for(ids)
+        if self._all is not None:
+            return np.where(rows >= 0, self._all[rows], 0.0).astype(np.float64)
+        out = np.zeros(len(ids), dtype=np.float64)
+        have = rows >= 0
+        out[have] = self._index._matrix[rows[have]] @ self._query
         return out
 
 

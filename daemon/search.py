@@ -173,7 +173,7 @@ class _Evidence:
     def base(self, ids: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """The evidence total of each of `ids`, and its parts."""
         parts = {"vector": CONTEXT_VECTOR_WEIGHT * np.maximum(
-                     0.0, self.store.vectors.cosines(self.scores, ids)),
+                     0.0, self.scores.cosines(ids)),
                  "keyword": CONTEXT_KEYWORD_WEIGHT * np.fromiter(
                      map(self.keyword.get, ids.tolist(), repeat(0.0)), dtype=np.float64,
                      count=len(ids))}
@@ -238,7 +238,7 @@ def rank_context(store, q: QueryAnalysis, query_vector, flt: SearchFilter,
     allowed = scope_ids(store, flt)
     scores = store.vectors.scores(query_vector)
     # Candidates: each channel's best `pool` within the filter.
-    vector_hits = store.vectors.best(scores, allowed, pool)
+    vector_hits = scores.best(allowed, pool)
     keyword_hits = [(i, s) for i, s in keywords.search(
         " ".join(q.keywords), pool, flt.workspace, [flt.category] if flt.category else None,
         flt.tags or None) if allowed is None or i in allowed]

@@ -36,6 +36,8 @@ def _tokens(text: str) -> list[str]:
 @lru_cache(maxsize=4096)
 def values(text: str) -> frozenset[str]:
     """Numbers (with their unit), versions, and identifiers that contain a digit."""
+    if not _HAS_DIGIT.search(text):
+        return frozenset()  # most texts: no need to split them into tokens
     tokens = _tokens(text)
     found: set[str] = set()
     for i, token in enumerate(tokens):

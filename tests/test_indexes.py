@@ -61,7 +61,7 @@ def test_vector_search_many_finds_each_querys_nearest_within_scope():
         assert [n for n, _ in got] == expected
     for q in queries:
         for scope in (None, allowed, set()):
-            assert [n for n, _ in index.best(index.scores(q), scope, 11)] == \
+            assert [n for n, _ in index.scores(q).best(scope, 11)] == \
                 [n for n, _ in index.search(q, scope, 11)]
 
 
@@ -79,3 +79,56 @@ def test_vector_index_loaded_in_one_step_behaves_like_one_filled_row_by_row():
     loaded.upsert(999, vectors[0])  # grows past what load() allocated as it must
     loaded.remove(3)
     assert len(loaded) == 100 and np.allclose(loaded.vector(999), vectors[0])
+
+
+def test_a_large_index_reads_only_rows_that_can_matter_and_answers_the_same(monkeypatch):
+    """Above BOUND_FROM_ROWS a query bounds every row from a smaller copy of the matrix and
+    reads in full only rows that can reach the answer: the answers must be the full
+    product's, through additions, re-embeddings and removals."""
+    from memnest_daemon import row_bound
+
+    rng = np.random.default_rng(3)
+    dim = 48
+    mixing = rng.normal(size=(dim, dim)) * np.exp(-np.arange(dim) / 6.0)  # a few main axes
+
+    def unit(n):
+        v = (rng.normal(size=(n, dim)) @ mixing.T).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    monkeypatch.setattr(indexes, "BOUND_FROM_ROWS", 400)
+    monkeypatch.setattr(row_bound, "DIMS", 8)
+    bounded, full = VectorIndex(dim), VectorIndex(dim)
+    vectors = unit(900)
+    bounded.load(list(range(1, 501)), vectors[:500])
+    full.load(list(range(1, 501)), vectors[:500])
+    for n in range(501, 901):  # past the threshold by upserts, and then some
+        bounded.upsert(n, vectors[n - 1])
+        full.upsert(n, vectors[n - 1])
+    for n, v in zip(range(1, 900, 7), unit(129)):  # re-embedded
+        bounded.upsert(n, v)
+        full.upsert(n, v)
+    for n in range(3, 900, 11):
+        bounded.remove(n)
+        full.remove(n)
+    monkeypatch.setattr(indexes, "BOUND_FROM_ROWS", 10**9)
+    full._bound = None  # the reference reads every row
+    assert bounded._bound is not None
+    scope = set(range(1, 901, 2))
+    for q in unit(20):
+        for allowed in (None, scope, set()):
+            for k, floor in ((11, -1.0), (11, 0.5), (100, -1.0), (1, -1.0)):
+                got = bounded.search_many(q[None, :], allowed, k, min_score=floor)[0]
+                want = full.search_many(q[None, :], allowed, k, min_score=floor)[0]
+                assert [n for n, _ in got] == [n for n, _ in want]
+                assert np.allclose([s for _, s in got], [s for _, s in want], atol=1e-5)
+            assert [n for n, _ in bounded.scores(q).best(allowed, 25)] == \
+                [n for n, _ in full.scores(q).best(allowed, 25)]
+        ids = np.array([0, 1, 3, 5, 899, 900, 10**6])
+        assert np.allclose(bounded.scores(q).cosines(ids), full.scores(q).cosines(ids),
+                           atol=1e-5)
+    q = unit(1)[0]
+    bounds = bounded._bound.bounds(q[None, :], len(bounded))[0]
+    exact = bounded._matrix[:len(bounded)] @ q
+    assert (bounds >= exact).all()
+    # the point of it: most rows cannot reach the 11th best, and are never read in full
+    assert (bounds >= np.sort(exact)[-11]).mean() < 0.2

@@ -59,7 +59,7 @@ def test_keyword_index_tracks_terms_and_document_frequency():
     assert not k.terms_of(2) and k.idf("lake") == 0.0
 
 
-def test_vector_index_generation_sorted_ids_and_similarity():
+def test_vector_index_generation_sorted_ids_and_cosines():
     v = VectorIndex(DIM)
     g0 = v.generation
     for i in (5, 2, 9):
@@ -68,9 +68,8 @@ def test_vector_index_generation_sorted_ids_and_similarity():
     g1 = v.generation
     v.upsert(5, _unit(1))                     # re-embedding is not a change of membership
     assert v.generation == g1
-    similarity = v.similarity(v.scores(_unit(1)))
-    assert similarity(5) == pytest.approx(1.0) and similarity(9) < 1.0
-    assert similarity(12345) == 0.0
+    five, nine, unknown = v.scores(_unit(1)).cosines(np.array([5, 9, 12345])).tolist()
+    assert five == pytest.approx(1.0) and nine < 1.0 and unknown == 0.0
     v.remove(2)
     assert v.generation > g1 and v.sorted_ids().tolist() == [5, 9]
 
@@ -228,9 +227,8 @@ def _reference_ranking(store, query: str, vector, flt) -> list[tuple[int, float,
     catalog, keywords = store.catalog, store.keywords
     q = search.analyse(query)
     scores = store.vectors.scores(vector)
-    cosine = store.vectors.similarity(scores)
     allowed = {i for i, m in catalog.items() if flt.admits(m)}
-    vector_hits = store.vectors.best(scores, allowed, 100)
+    vector_hits = scores.best(allowed, 100)
     keyword_hits = [(i, s) for i, s in keywords.search(" ".join(q.keywords), 100,
                                                        flt.workspace, None, flt.tags or None)
                     if i in allowed]
@@ -257,7 +255,8 @@ def _reference_ranking(store, query: str, vector, flt) -> list[tuple[int, float,
         return out
 
     def base(memory_id):
-        parts = {"vector": search.CONTEXT_VECTOR_WEIGHT * max(0.0, cosine(memory_id)),
+        cosine = float(scores.cosines(np.array([memory_id]))[0])
+        parts = {"vector": search.CONTEXT_VECTOR_WEIGHT * max(0.0, cosine),
                  "keyword": search.CONTEXT_KEYWORD_WEIGHT * keyword.get(memory_id, 0.0)}
         if weights:
             seen = set(keywords.terms_of(memory_id))
