@@ -22,10 +22,10 @@ SLACK = 1e-3
 class RowBound:
     def __init__(self, sample: np.ndarray, capacity: int):
         """`sample`: rows like the ones to come (the basis is fitted to them once)."""
-        sample = np.asarray(sample, dtype=np.float64)
-        if len(sample) > SAMPLE_ROWS:
+        if len(sample) > SAMPLE_ROWS:  # picked before widening: 100k rows as float64 = 300 MB
             picked = np.random.default_rng(0).choice(len(sample), SAMPLE_ROWS, replace=False)
             sample = sample[np.sort(picked)]
+        sample = np.asarray(sample, dtype=np.float64)
         # the directions of largest second moment: eigenvectors of X'X, largest first
         _, vectors = np.linalg.eigh(sample.T @ sample)
         self.basis = np.ascontiguousarray(vectors[:, ::-1][:, :DIMS], dtype=np.float32)

@@ -43,12 +43,17 @@ class TermTable:
             return
         self.remove(batch)
         vocabulary = self._vocabulary
+        known = vocabulary.get
         term_ids: list[int] = []
         counts = []
         for terms in batch.values():
-            before = len(term_ids)
-            term_ids.extend([vocabulary.setdefault(t, len(vocabulary)) for t in terms])
-            counts.append(len(term_ids) - before)
+            terms = tuple(terms)
+            found = list(map(known, terms))  # C speed; a 100k open maps 3M terms
+            if None in found:
+                found = [vocabulary.setdefault(t, len(vocabulary)) if i is None else i
+                         for t, i in zip(terms, found)]
+            term_ids.extend(found)
+            counts.append(len(found))
         if len(vocabulary) > len(self._words):
             self._words.extend(islice(vocabulary, len(self._words), None))
             self._df = _grown(self._df, len(self._words))
