@@ -48,6 +48,7 @@ class RowBound:
 
     def grow(self, capacity: int) -> None:
         if capacity > len(self.low):
+            capacity = max(capacity, len(self.low) + len(self.low) // 2)  # amortised appends
             low = np.zeros((capacity, self.low.shape[1]), dtype=np.float32)
             low[:len(self.low)] = self.low
             rest = np.zeros(capacity, dtype=np.float32)
