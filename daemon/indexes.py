@@ -31,8 +31,6 @@ class VectorIndex:
         self._ids = np.zeros(64, dtype=np.int64)
         self._row: dict[int, int] = {}
         self._row_of = np.full(64, -1, dtype=np.int64)  # the same by id, for gathers; -1: none
-        self._generation = 0  # bumped whenever the set of ids changes
-        self._sorted: tuple[int, np.ndarray] = (-1, np.zeros(0, dtype=np.int64))
         self._bound: RowBound | None = None
 
     def __len__(self) -> int:
@@ -51,7 +49,6 @@ class VectorIndex:
             self._row[memory_id] = row
             self._ids[row] = memory_id
             self._set_row(memory_id, row)
-            self._generation += 1
         self._matrix[row] = vector
         if self._bound is not None:
             self._bound.set_rows(row, self._matrix[row:row + 1])
@@ -87,7 +84,6 @@ class VectorIndex:
         self._row_of = np.full(max(64, max(ids) + 1), -1, dtype=np.int64)
         valid = np.flatnonzero(self._ids[:len(ids)] > 0)  # see _set_row
         self._row_of[self._ids[valid]] = valid
-        self._generation += 1
         if len(ids) >= BOUND_FROM_ROWS:
             self._fit_bound()
 
@@ -95,7 +91,6 @@ class VectorIndex:
         row = self._row.pop(memory_id, None)
         if row is None:
             return
-        self._generation += 1
         self._set_row(memory_id, -1)
         last = len(self._row)  # index of the last live row, after the pop
         if row != last:
@@ -116,19 +111,6 @@ class VectorIndex:
     def vector(self, memory_id: int) -> np.ndarray | None:
         row = self._row.get(memory_id)
         return None if row is None else self._matrix[row].copy()
-
-    @property
-    def generation(self) -> int:
-        """Changes whenever a memory is added or removed (not when one is re-embedded)."""
-        return self._generation
-
-    def sorted_ids(self) -> np.ndarray:
-        """Every id, ascending (cached until the set of ids changes)."""
-        generation, ids = self._sorted
-        if generation != self._generation:
-            ids = np.sort(self._ids[:len(self._row)])
-            self._sorted = (self._generation, ids)
-        return ids
 
     def scores(self, query: np.ndarray) -> "Scores":
         """Cosine similarity of `query` to the rows (unit vectors), read as needed."""

@@ -73,7 +73,7 @@ def test_vector_index_loaded_in_one_step_behaves_like_one_filled_row_by_row():
     loaded.load(ids, vectors)
     for memory_id, v in zip(ids, vectors):
         filled.upsert(memory_id, v)
-    assert len(loaded) == 100 and loaded.sorted_ids().tolist() == ids
+    assert len(loaded) == 100 and sorted(loaded.ids()) == ids
     for q in vectors[:5]:
         assert loaded.search(q, None, 7) == filled.search(q, None, 7)
     loaded.upsert(999, vectors[0])  # grows past what load() allocated as it must
