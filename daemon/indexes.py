@@ -11,6 +11,7 @@ import threading
 import numpy as np
 import tantivy
 
+from .growable import grown
 from .row_bound import RowBound
 from .term_table import TermTable
 
@@ -64,10 +65,7 @@ class VectorIndex:
     def _set_row(self, memory_id: int, row: int) -> None:
         if memory_id <= 0:
             return  # not a valid id (a foreign database's): left out of the gathers
-        if memory_id >= len(self._row_of):
-            grown = np.full(max(memory_id + 1, len(self._row_of) * 2), -1, dtype=np.int64)
-            grown[:len(self._row_of)] = self._row_of
-            self._row_of = grown
+        self._row_of = grown(self._row_of, memory_id + 1, -1)
         self._row_of[memory_id] = row
 
     def load(self, ids: list[int], matrix: np.ndarray) -> None:

@@ -13,6 +13,8 @@ project notes, 96 of 384 dimensions leave 2-7% of rows above the 100th best scor
 """
 import numpy as np
 
+from .growable import grown
+
 DIMS = 96
 SAMPLE_ROWS = 4096
 # float32 rounding in the two products: a bound must never fall below the score it bounds
@@ -38,22 +40,13 @@ class RowBound:
 
     def set_rows(self, first: int, vectors: np.ndarray) -> None:
         """Rows first, first+1, ... now hold `vectors`."""
-        if first + len(vectors) > len(self.low):
-            self.grow(first + len(vectors))
+        self.low = grown(self.low, first + len(vectors))
+        self.rest = grown(self.rest, first + len(vectors))
         self.low[first:first + len(vectors)], self.rest[first:first + len(vectors)] = \
             self._split(np.asarray(vectors, dtype=np.float32))
 
     def move(self, source: int, target: int) -> None:
         self.low[target], self.rest[target] = self.low[source], self.rest[source]
-
-    def grow(self, capacity: int) -> None:
-        if capacity > len(self.low):
-            capacity = max(capacity, len(self.low) + len(self.low) // 2)  # amortised appends
-            low = np.zeros((capacity, self.low.shape[1]), dtype=np.float32)
-            low[:len(self.low)] = self.low
-            rest = np.zeros(capacity, dtype=np.float32)
-            rest[:len(self.rest)] = self.rest
-            self.low, self.rest = low, rest
 
     def bounds(self, queries: np.ndarray, rows: int) -> np.ndarray:
         """(len(queries), rows): at least the dot product of each query with each of the

@@ -11,16 +11,9 @@ from itertools import islice
 
 import numpy as np
 
+from .growable import grown
+
 _EMPTY = np.zeros(0, dtype=np.int64)
-
-
-def _grown(array: np.ndarray, size: int, fill=0) -> np.ndarray:
-    """`array` with room for at least `size` entries (by half again, so appends stay cheap)."""
-    if size <= len(array):
-        return array
-    bigger = np.full(max(size, len(array) + len(array) // 2), fill, dtype=array.dtype)
-    bigger[:len(array)] = array
-    return bigger
 
 
 class TermTable:
@@ -56,12 +49,12 @@ class TermTable:
             counts.append(len(found))
         if len(vocabulary) > len(self._words):
             self._words.extend(islice(vocabulary, len(self._words), None))
-            self._df = _grown(self._df, len(self._words))
+            self._df = grown(self._df, len(self._words))
         ids = np.fromiter(batch, dtype=np.int64, count=len(batch))
-        self._start = _grown(self._start, int(ids.max()) + 1)
-        self._count = _grown(self._count, int(ids.max()) + 1)
+        self._start = grown(self._start, int(ids.max()) + 1)
+        self._count = grown(self._count, int(ids.max()) + 1)
         flat = np.array(term_ids, dtype=np.int32)
-        self._flat = _grown(self._flat, self._used + len(flat))
+        self._flat = grown(self._flat, self._used + len(flat))
         self._flat[self._used:self._used + len(flat)] = flat
         counts = np.array(counts, dtype=np.int32)
         self._start[ids] = self._used + np.cumsum(counts) - counts

@@ -11,6 +11,8 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
+from .growable import grown
+
 NO_WORKSPACE = -1
 _EPOCH = datetime(1970, 1, 1)
 _MICROSECOND = timedelta(microseconds=1)
@@ -37,22 +39,14 @@ class Timeline:
         timeline.put_many(memories)
         return timeline
 
-    def _grow(self, top_id: int) -> None:
-        if top_id >= len(self._created):
-            size = max(top_id + 1, len(self._created) + len(self._created) // 2)
-            created = np.zeros(size, dtype=np.int64)
-            created[:len(self._created)] = self._created
-            workspace = np.full(size, NO_WORKSPACE, dtype=np.int32)
-            workspace[:len(self._workspace)] = self._workspace
-            self._created, self._workspace = created, workspace
-
     def put_many(self, memories) -> None:
         """Memories added or changed (only a new id, workspace or time changes neighbours)."""
         memories = [m for m in memories if m.id > 0]  # 0 and below: not an id
         if not memories:
             return
         ids = np.fromiter((m.id for m in memories), dtype=np.int64, count=len(memories))
-        self._grow(int(ids.max()))
+        self._created = grown(self._created, int(ids.max()) + 1)
+        self._workspace = grown(self._workspace, int(ids.max()) + 1, NO_WORKSPACE)
         codes = self._codes
         workspace = np.fromiter((codes.setdefault(m.workspace, len(codes)) for m in memories),
                                 dtype=np.int32, count=len(memories))
