@@ -153,7 +153,8 @@ class _Evidence:
     the share of the query's terms (IDF-weighted) found in it and its neighbours, and whether
     the query names one of its tags. Arrays in, arrays out: a thousand memories per query."""
 
-    def __init__(self, store, q: QueryAnalysis, scores: np.ndarray, keyword: dict[int, float]):
+    def __init__(self, store, q: QueryAnalysis, scores, keyword: dict[int, float]):
+        """`scores`: the query's indexes.Scores; `keyword`: normalised BM25 by id."""
         self.store, self.q, self.scores, self.keyword = store, q, scores, keyword
         self.neighbours = store.timeline.neighbours(REACH, _WINDOW_US)
         keywords = store.keywords

@@ -128,7 +128,8 @@ def save(db_path: str, model: str, ids: np.ndarray, contents: list[str],
         with os.fdopen(fd, "wb") as f:
             np.savez(f, model=np.array(model), ids=np.asarray(ids, dtype=np.int64),
                      digests=digests, matrix=np.asarray(matrix, dtype=np.float32),
-                     analyser=np.array(ANALYSER), text_digests=text_digests, vocabulary=np.array(list(vocabulary), dtype=str),
+                     analyser=np.array(ANALYSER), text_digests=text_digests,
+                     vocabulary=np.array(list(vocabulary), dtype=str),
                      term_offsets=np.array(offsets, dtype=np.int64),
                      term_ids=np.array(term_ids, dtype=np.int32))
             f.flush()
