@@ -11,15 +11,15 @@ import warnings
 import anyio
 import anyio.to_thread
 import mcp_types as types
-from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 
 from memnest_proto.version import VERSION
 
+from . import lean_mcp
 from . import workspace as ws
 from .errors import DaemonUnavailable, ToolFailure
 from .render import render, response_format
 
+Server, stdio_server = lean_mcp.load()
 log = logging.getLogger("memnest-mcp")
 ROOTS_TIMEOUT_S = 2.0
 

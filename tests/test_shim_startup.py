@@ -20,6 +20,16 @@ def test_the_entry_module_imports_neither_grpc_nor_the_mcp_sdk():
     assert out == "", f"importing the entry module imported {out}"
 
 
+def test_the_server_is_imported_without_the_sdk_client_yet_the_whole_package_stays_usable():
+    probe = ("import sys, memnest_shims.mcp_server;"
+             "left_out = 'mcp.client.session' not in sys.modules;"
+             "from mcp import ClientSession; import mcp.server;"
+             "print(left_out, ClientSession.__name__, mcp.server.MCPServer.__name__)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["True", "ClientSession", "MCPServer"]
+
+
 def test_a_shim_starts_no_daemon_until_its_first_call(fresh_daemon, workspace):
     async def body():
         async with fresh_daemon.mcp(workspace) as s:
