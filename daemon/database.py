@@ -18,6 +18,7 @@ import real_ladybug as lb
 from real_ladybug.prepared_statement import PreparedStatement
 
 from .records import Memory, content_hash
+from .row_journal import RowJournal
 from .vector_snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,11 @@ LOAD_CHUNK = 5000  # rows fetched from the driver at a time when a workspace ope
 FETCH_BY_ID_MAX = 2000  # more missing embeddings than this are read in one scan
 ACCESS_ROWS_PER_STATEMENT = 1000
 PREPARED_PER_CONNECTION = 128  # the daemon's own statements number a few dozen
+# Deferred embeddings (see transaction()): a row is written without a checkpoint only if its
+# WAL record stays well under the ~4 KB LadybugDB 0.15.3 can replay (kill -9 measured: a row
+# with 2,000 bytes of content replayed, one with 3,900 did not).
+SMALL_ROW_BYTES = 2048
+DEFER_MAX_ROWS = 64  # embeddings waiting for the next checkpoint, at most
 
 
 class ModelMismatch(RuntimeError):
@@ -71,7 +77,13 @@ class Database:
         self._prepared_generation = 0
         self._connections: list[lb.Connection] = []
         self._connections_lock = threading.Lock()
+        # Embeddings of committed rows that the next checkpointed transaction writes, by id;
+        # and those of the transaction in progress when it defers (write lock held for both).
+        self._pending: dict[int, np.ndarray] = {}
+        self._staged: dict[int, tuple[Memory, np.ndarray]] | None = None
+        self._journal = None if self.ephemeral else RowJournal(path + ".deferred")
         self._ensure_schema(model, dim)
+        self._recover_deferred_rows()
 
     def _open(self, buffer_pool_mb: int, max_db_gb: int, threads: int) -> lb.Database:
         # max_db_size is reserved as address space per open database: LadybugDB's default
@@ -86,8 +98,8 @@ class Database:
             wal = Path(self.path + ".wal")
             if self.ephemeral or not wal.exists() or wal.stat().st_size == 0:
                 raise
-            # Every acknowledged write was checkpointed (see transaction()), so a WAL that
-            # cannot be replayed holds only a transaction that was never acknowledged. A
+            # Every acknowledged write was checkpointed or journaled (see transaction()), so
+            # a WAL that cannot be replayed holds nothing the journal cannot restore. A
             # torn or zero-filled tail fails in many ways ("Corrupted wal file", "Reading
             # past the end", "vector with ANY type", a checksum error), so any failure with a
             # WAL present gets one retry without it.
@@ -99,7 +111,8 @@ class Database:
                 os.replace(aside, wal)  # not the WAL's fault: leave the files as they were
                 raise exc from None
             log.warning("%s: WAL could not be replayed (%s); set it aside as %s and opened "
-                        "the last checkpoint, which holds every acknowledged write",
+                        "the last checkpoint (acknowledged rows written since come back from "
+                        "the journal of deferred rows)",
                         self.path, exc, aside.name)
             return db
 
@@ -159,32 +172,106 @@ class Database:
 
     @contextmanager
     def transaction(self, checkpoint: bool = True):
-        """`checkpoint=False` only for writes whose WAL records stay small (no embedding):
-        LadybugDB replays those after a crash (checked with kill -9)."""
+        """One transaction; the caller holds the store's write lock.
+
+        LadybugDB 0.15.3 cannot replay a WAL holding a record of more than a few KB (a
+        384-float embedding is one) after a crash: "Corrupted wal file". So a transaction is
+        checkpointed before it is acknowledged, and a crash can only lose a write that was
+        never acknowledged (_open() sets that WAL aside). A checkpoint costs 10-70 ms as the
+        table grows, so small new rows may defer it instead (`checkpoint=False` after
+        can_defer()): they are written without their embeddings, whose records would be the
+        big ones, and journaled (row_journal.py, for a WAL a crash tore); the embeddings
+        follow in the next checkpointed transaction, which first checkpoints the deferred
+        rows alone. A crash in between leaves those rows without an embedding, and opening
+        the store embeds them again. Writes with no embedding at all (access counts) also
+        pass `checkpoint=False`."""
         conn = self._conn()
+        pending = self._pending if checkpoint and not self.ephemeral else {}
+        if pending:
+            self._checkpoint(conn)  # the deferred rows, before any big record follows
         conn.execute("BEGIN TRANSACTION")
+        self._staged = None if checkpoint or self.ephemeral else {}
+        journal_size = None
         try:
+            if pending:
+                self.write_embeddings(pending)
             yield self
+            if self._staged:  # a full disk fails the write here, before anything commits
+                journal_size = self._journal.append([m for m, _ in self._staged.values()])
             conn.execute("COMMIT")
         except BaseException:
             try:
                 conn.execute("ROLLBACK")
             except Exception:  # the failed statement may already have aborted it
                 log.debug("rollback after failure also failed", exc_info=True)
+            if journal_size is not None:
+                self._journal.cut(journal_size)
             raise
-        # LadybugDB 0.15.3 cannot replay a WAL holding a record of more than a few KB (a
-        # 384-float embedding is one) after a crash: "Corrupted wal file". Checkpointing
-        # each write before acknowledging it means a crash can only lose a write that was
-        # never acknowledged, and _open() can set that WAL aside.
+        finally:
+            staged, self._staged = self._staged, None
+        if staged:
+            try:
+                self._journal.committed()
+            except OSError:  # unconfirmed in the journal: make the rows durable the slow way
+                log.exception("%s: journal of deferred rows unwritable", self.path)
+                checkpoint = True
+            self._pending.update({i: v for i, (_, v) in staged.items()})
+        if pending:
+            self._pending = {}
         if checkpoint and not self.ephemeral:
             try:
-                conn.execute("CHECKPOINT")
+                self._checkpoint(conn)
             except Exception:
                 # The write is committed and visible; failing the call now would leave the
                 # caller's indexes behind the database. The next checkpoint covers it.
                 log.exception("checkpoint after commit failed on %s", self.path)
 
+    def _checkpoint(self, conn) -> None:
+        conn.execute("CHECKPOINT")
+        self._journal.clear()  # every row is in the database file now
+
+    def _recover_deferred_rows(self) -> None:
+        """Rows a deferred write committed that a torn WAL lost (row_journal.py) are written
+        again, without embeddings: the store embeds such rows when it loads them."""
+        if self._journal is None:
+            return
+        journaled = self._journal.memories()
+        if journaled:
+            present = {r[0] for r in self.rows("MATCH (m:Memory) WHERE m.id IN $ids RETURN m.id",
+                                               {"ids": [m.id for m in journaled]})}
+            lost = [m for m in journaled if m.id not in present]
+            with self.transaction():
+                for m in lost:
+                    self.insert(m, None)
+            if lost:
+                log.warning("%s: wrote again %d acknowledged memories the WAL lost", self.path,
+                            len(lost))
+        self._journal.clear()
+
+    def can_defer(self, memories: list[Memory]) -> bool:
+        """Whether writing these rows may leave their embeddings to the next checkpoint."""
+        return not self.ephemeral and len(self._pending) + len(memories) <= DEFER_MAX_ROWS \
+            and all(len(m.content.encode()) + sum(len(t.encode()) for t in m.tags)
+                    <= SMALL_ROW_BYTES for m in memories)
+
+    def flush_pending(self) -> None:
+        """Write the deferred embeddings now (write lock held)."""
+        if self._pending:
+            with self.transaction():
+                pass
+
+    def has_pending(self) -> bool:
+        return bool(self._pending)
+
+    def write_embeddings(self, embeddings: dict[int, np.ndarray]) -> None:
+        self.rows("UNWIND $rows AS r MATCH (m:Memory) WHERE m.id = r.id SET m.embedding = r.e",
+                  {"rows": [{"id": i, "e": v.tolist()} for i, v in embeddings.items()]})
+
     def close(self) -> None:
+        try:
+            self.flush_pending()
+        except Exception:  # the rows stay, and the next open embeds them again
+            log.exception("writing deferred embeddings on close failed on %s", self.path)
         with self._connections_lock:
             for conn in self._connections:
                 try:
@@ -224,22 +311,31 @@ class Database:
     # -- reads ---------------------------------------------------------------------------
 
     def load_all(self, snapshot: Snapshot | None = None
-                 ) -> tuple[list[Memory], list[int], np.ndarray, int]:
+                 ) -> tuple[list[Memory], list[int], np.ndarray, int, list[Memory]]:
         """Every memory, and the ids and matrix of the stored embeddings, to rebuild the
-        derived indexes; also how many embeddings were read from the database. Embeddings
-        that `snapshot` still holds for the same content and model come from it; the others
-        are read here, each straight into the matrix (a list of every row holds 384 Python
-        floats per memory, and the process kept that memory after the list was gone)."""
+        derived indexes; also how many embeddings were read from the database, and the
+        memories with no embedding (a crash came before their deferred embeddings were
+        written). Embeddings that `snapshot` still holds for the same content and model come
+        from it; the others are read here, each straight into the matrix (a list of every
+        row holds 384 Python floats per memory, and the process kept that memory after the
+        list was gone)."""
         cols = ", ".join(f"m.{c}" for c in MEMORY_COLUMNS)
         result = self._conn().execute(
             f"MATCH (m:Memory) RETURN {cols}, m.embedding IS NOT NULL")
-        memories, ids, cached_rows = [], [], []
+        memories, ids, cached_rows, unembedded = [], [], [], []
         missing: dict[int, int] = {}  # memory id -> its row in the matrix
+        deferred: dict[int, int] = {}
         while chunk := result.get_n(LOAD_CHUNK):  # 100k rows: 0.44 s, one at a time 0.74 s
             for row in chunk:
                 m = _memory(row[:-1])
                 memories.append(m)
-                if row[-1]:
+                if not row[-1] and m.id in self._pending:
+                    deferred[m.id] = len(ids)
+                    cached_rows.append(-1)
+                    ids.append(m.id)
+                elif not row[-1]:
+                    unembedded.append(m)
+                else:
                     cached = None if snapshot is None else \
                         snapshot.row_for(m.id, m.content, m.embedding_model)
                     if cached is None:
@@ -247,13 +343,15 @@ class Database:
                     cached_rows.append(-1 if cached is None else cached)
                     ids.append(m.id)
         matrix = np.zeros((len(ids), self.dim), dtype=np.float32)
-        if snapshot is not None and len(missing) < len(ids):
+        if snapshot is not None and len(missing) + len(deferred) < len(ids):
             take = np.asarray(cached_rows, dtype=np.int64)
             have = take >= 0
             matrix[have] = snapshot.matrix[take[have]]
         if missing:
             self._read_embeddings(missing, matrix)
-        return memories, ids, matrix, len(missing)
+        for memory_id, row in deferred.items():
+            matrix[row] = self._pending[memory_id]
+        return memories, ids, matrix, len(missing), unembedded
 
     def _read_embeddings(self, rows: dict[int, int], matrix: np.ndarray) -> None:
         """Fill `matrix` at rows[id] with each id's stored embedding: a few by id, many in
@@ -283,7 +381,8 @@ class Database:
             "MATCH (g:GraphSignal) RETURN g.id, g.pagerank, g.community")}
 
     def census_rows(self) -> list[tuple[int, bool, str]]:
-        return [(i, has, model or "") for i, has, model in self.rows(
+        """(id, has an embedding, its model) of every row; a deferred embedding counts."""
+        return [(i, has or i in self._pending, model or "") for i, has, model in self.rows(
             "MATCH (m:Memory) RETURN m.id, m.embedding IS NOT NULL, m.embedding_model")]
 
     def orphan_topics(self) -> int:
@@ -297,6 +396,8 @@ class Database:
     # -- writes (call inside transaction()) ----------------------------------------------
 
     def insert(self, m: Memory, embedding: np.ndarray | None) -> None:
+        if embedding is not None and self._staged is not None:
+            self._staged[m.id], embedding = (m, embedding), None  # see transaction()
         self.rows(
             "CREATE (m:Memory {id: $id, content: $content, content_hash: $content_hash, "
             "category: $category, tags: $tags, importance: $importance, "
@@ -310,6 +411,7 @@ class Database:
         params = _params(m)
         sets = ", ".join(f"m.{c} = ${c}" for c in MEMORY_COLUMNS if c != "id")
         if embedding is not None:
+            assert self._staged is None, "a new embedding for a row needs a checkpoint"
             sets += ", m.embedding = $embedding"
             params["embedding"] = embedding.tolist()
         self.rows(f"MATCH (m:Memory) WHERE m.id = $id SET {sets}", params)

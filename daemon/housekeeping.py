@@ -1,6 +1,6 @@
-"""The daemon's background chores, on one thread: save access counts every few seconds,
-dream for idle workspaces (upkeep.py), and close databases nobody has used for a while so a
-long-lived daemon that has seen many projects holds only the ones in use."""
+"""The daemon's background chores, on one thread: save access counts and deferred embeddings
+every few seconds, dream for idle workspaces (upkeep.py), and close databases nobody has used
+for a while so a long-lived daemon that has seen many projects holds only the ones in use."""
 import logging
 import threading
 import time
@@ -21,7 +21,7 @@ def start_housekeeping(stores, upkeep, idle_close_seconds: float) -> threading.T
         last_sweep = time.monotonic()
         while True:
             time.sleep(tick)
-            for chore in (stores.flush_access, upkeep.run_due):
+            for chore in (stores.flush_deferred, upkeep.run_due):
                 try:
                     chore()
                 except Exception:

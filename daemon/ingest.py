@@ -117,7 +117,10 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
         holder[index] = m.id
         outcomes.append(Outcome("stored", m))
 
-    with store.db.transaction() as db:
+    # Small new rows leave their embeddings to the next checkpoint (Database.transaction):
+    # a single store then costs no checkpoint. Changes to existing memories cannot wait.
+    defer = not changed and store.db.can_defer([m for m, _ in new.values()])
+    with store.db.transaction(checkpoint=not defer) as db:
         for m, vector in new.values():
             db.insert(m, vector)
         if new:

@@ -33,10 +33,11 @@ SNAPSHOT_AFTER_READING = 1000
 
 class MemoryStore:
     def __init__(self, db_path: str, model: str, dim: int, buffer_pool_mb: int,
-                 max_db_gb: int, db_threads: int = 2):
+                 max_db_gb: int, db_threads: int = 2, embed=None):
         started = time.monotonic()
         self.db_path = db_path
         self.model = model
+        self._embed = embed  # texts -> vectors, for rows a crash left without an embedding
         self.users = 0  # calls using this store right now; guarded by the registry's lock
         self._access_lock = threading.Lock()
         self._accessed: set[int] = set()  # access counts not yet written to the database
@@ -55,7 +56,12 @@ class MemoryStore:
     def _load(self) -> None:
         snapshot = None if self.db.ephemeral else \
             vector_snapshot.load(self.db_path, self.model, self.vectors.dim)
-        memories, embedded_ids, matrix, read = self.db.load_all(snapshot)
+        memories, embedded_ids, matrix, read, unembedded = self.db.load_all(snapshot)
+        # A row that names this model yet has no embedding lost a deferred one in a crash.
+        # (Rows made by hand name none: memory_stats reports them, memory_dream embeds them.)
+        lost = [m for m in unembedded if m.embedding_model == self.model]
+        if lost and self._embed is not None:
+            embedded_ids, matrix = self._embed_again(lost, embedded_ids, matrix)
         self.catalog = {m.id: m for m in memories}
         self.per_workspace = Counter(m.workspace for m in memories)
         self.timeline = Timeline.of(memories)
@@ -74,6 +80,16 @@ class MemoryStore:
             # workspace cleanly.
             threading.Thread(target=self.save_snapshot, name="vector-snapshot",
                              daemon=True).start()
+
+    def _embed_again(self, memories: list[Memory], ids: list[int], matrix: np.ndarray):
+        """Rows whose deferred embeddings a crash lost (database.Database.transaction) get
+        them again from the model, before the store serves a call."""
+        vectors = np.asarray(self._embed([m.content for m in memories]), dtype=np.float32)
+        with self.db.transaction() as db:
+            db.write_embeddings({m.id: v for m, v in zip(memories, vectors)})
+        log.warning("%s: embedded %d memories again (their embeddings were not yet written "
+                    "when the daemon stopped)", self.db_path, len(memories))
+        return ids + [m.id for m in memories], np.concatenate([matrix, vectors])
 
     def save_snapshot(self) -> None:
         """Write the vector snapshot (vector_snapshot.py) from the index as it is now."""
@@ -163,6 +179,12 @@ class MemoryStore:
         with self.lock.write():
             return self._save_access()
 
+    def flush_embeddings(self) -> None:
+        """Write the embeddings small stores left to the next checkpoint (database.py)."""
+        if self.db.has_pending():
+            with self.lock.write():
+                self.db.flush_pending()
+
     def _save_access(self) -> int:
         """Write lock held."""
         with self._access_lock:
@@ -238,8 +260,8 @@ class StoreRegistry:
     after it has been idle for a while (an ephemeral `:memory:` database stays open)."""
 
     def __init__(self, model: str, dim: int, buffer_pool_mb: int, max_db_gb: int,
-                 db_threads: int = 2):
-        self._open_args = (model, dim, buffer_pool_mb, max_db_gb, db_threads)
+                 db_threads: int = 2, embed=None):
+        self._open_args = (model, dim, buffer_pool_mb, max_db_gb, db_threads, embed)
         self._stores: dict[str, MemoryStore] = {}
         self._opening: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
@@ -293,12 +315,14 @@ class StoreRegistry:
         except (OSError, RuntimeError) as exc:
             raise ToolError("storage_error", f"cannot open database {key}: {exc}") from None
 
-    def flush_access(self) -> None:
+    def flush_deferred(self) -> None:
+        """Write what calls left for later: access counts and deferred embeddings."""
         for store in self.stores():
-            try:
-                store.flush_access()
-            except Exception:
-                log.exception("%s: saving access counts failed", store.db_path)
+            for chore in (store.flush_access, store.flush_embeddings):
+                try:
+                    chore()
+                except Exception:
+                    log.exception("%s: %s failed", store.db_path, chore.__name__)
 
     def close_idle(self, idle_seconds: float) -> list[str]:
         """Close databases no call has used for `idle_seconds`; returns their paths."""

@@ -51,7 +51,7 @@ def _crash(store: MemoryStore) -> None:
 
 def _assert_index_matches_database(store: MemoryStore) -> int:
     """The index holds exactly the database's embeddings; returns how many it holds."""
-    _, ids, matrix, _ = store.db.load_all(None)
+    _, ids, matrix, _, _ = store.db.load_all(None)
     assert sorted(store.vectors.ids()) == sorted(ids)
     for memory_id, row in zip(ids, matrix):
         np.testing.assert_array_equal(store.vectors.vector(memory_id), row)

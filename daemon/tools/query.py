@@ -430,6 +430,7 @@ def memory_query(ctx: ToolContext, args: dict) -> dict:
 
 def _read(ctx, query, params, max_rows, full_vectors, verdict) -> dict:
     store = ctx.store
+    store.flush_embeddings()  # a query may read m.embedding
     with store.reading():
         conn = store.db.connection()
         conn.execute("BEGIN TRANSACTION READ ONLY")
@@ -450,6 +451,7 @@ def _write(ctx, query, params, max_rows, full_vectors, verdict) -> dict:
     with store.writing():
         db = store.db
         conn = db.connection()
+        db.flush_pending()  # the query and the census before it see every embedding
         before = _census(db, fingerprint=audit)
         try:
             with db.transaction():

@@ -12,9 +12,13 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import real_ladybug
 
 from memnest_daemon.database import Database
+from memnest_daemon.records import Memory, content_hash, utcnow
+from memnest_daemon.row_journal import RowJournal
+from memnest_daemon.workspace import MemoryStore
 from memnest_shims.client import DaemonUnavailable, ToolFailure
 
 ROUNDS = int(os.environ.get("MEMNEST_KILL_ROUNDS", "60" if os.environ.get("MEMNEST_SOAK") else "20"))
@@ -95,6 +99,96 @@ def test_acknowledged_writes_survive_random_kill_9(fresh_daemon, workspace):
     assert len(acked) > ROUNDS
 
 
+def test_a_single_store_killed_before_its_embedding_was_written_is_found_by_meaning(
+        fresh_daemon, workspace):
+    """A small store is acknowledged before its embedding reaches the database (it waits
+    for the next checkpoint): after kill -9 the row is there, and the daemon embeds it again
+    on open, so a search that shares no word with it still finds it."""
+    fresh_daemon.start()
+    client = fresh_daemon.client(autostart=False)
+    stored = client.call_tool("memory_store", {"content": "Staging deploys need the VPN up"},
+                              str(workspace))
+    client.close()
+    for pid in fresh_daemon.pids():  # long before the housekeeping writes the embedding
+        os.kill(pid, signal.SIGKILL)
+    fresh_daemon.proc.wait(timeout=10)
+    fresh_daemon.start()
+    client = fresh_daemon.client(autostart=False)
+    try:
+        found = client.call_tool("memory_search", {"query": "connect to the private network "
+                                                   "before shipping to preprod"},
+                                 str(workspace))
+        assert [r["id"] for r in found["results"]] == [stored["id"]]
+        assert found["results"][0]["content"] == "Staging deploys need the VPN up"
+        health = client.call_tool("memory_stats", {}, str(workspace))["index_health"]
+        assert health["healthy"] and health["rows_with_embedding"] == 1, health
+    finally:
+        client.close()
+    assert "embedded 1 memories again" in fresh_daemon.log.read_text()
+
+
+def _fake_embed(texts: list[str]) -> np.ndarray:
+    """A stand-in model, the same the child process below uses."""
+    out = np.zeros((len(texts), 384), dtype=np.float32)
+    out[:, :4] = [[len(t), t.count("e"), t.count("a"), 1.0] for t in texts]
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def test_a_crash_between_writing_deferred_embeddings_and_their_checkpoint(tmp_path):
+    """The next checkpointed write first checkpoints the deferred rows, then writes their
+    embeddings (records LadybugDB cannot replay). Killed before that write's checkpoint,
+    the database opens with every acknowledged row, and the store embeds them again."""
+    path = tmp_path / "memory.lbug"
+    subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        import os
+        import numpy as np
+        from memnest_daemon.database import Database
+        from memnest_daemon.records import Memory, content_hash, utcnow
+
+        db = Database({str(path)!r}, "model", 384, 64, 1)
+        now, texts = utcnow(), ["alpha release", "beta deploy", "gamma rollback"]
+        vectors = np.zeros((3, 384), dtype=np.float32)
+        vectors[:, :4] = [[len(t), t.count("e"), t.count("a"), 1.0] for t in texts]
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        rows = [Memory(id=n, content=t, content_hash=content_hash(t), category="general",
+                       tags=[], importance=3, access_count=0, workspace="/w",
+                       created_at=now, updated_at=now, embedding_model="model")
+                for n, t in enumerate(texts, 1)]
+        assert db.can_defer(rows)
+        with db.transaction(checkpoint=False):  # acknowledged from here on
+            for m, v in zip(rows, vectors):
+                db.insert(m, v)
+
+        class DiesBeforeTheLastCheckpoint:  # the fault: kill -9 at that moment
+            def __init__(self, conn):
+                self.conn, self.committed = conn, False
+            def execute(self, query, *args):
+                if query == "CHECKPOINT" and self.committed:
+                    os._exit(0)
+                self.committed |= query == "COMMIT"
+                return self.conn.execute(query, *args)
+            def __getattr__(self, name):
+                return getattr(self.conn, name)
+
+        db._local.conn = DiesBeforeTheLastCheckpoint(db._conn())
+        with db.transaction():
+            db.set_meta("later", "write")
+        raise SystemExit("the fault did not fire")
+    """)], check=True)
+    store = MemoryStore(str(path), "model", 384, 64, 1, embed=_fake_embed)
+    try:
+        assert sorted(m.content for m in store.catalog.values()) == \
+            ["alpha release", "beta deploy", "gamma rollback"]
+        ids, matrix = store.vectors.rows()
+        expected = _fake_embed([store.catalog[i].content for i in ids.tolist()])
+        assert len(ids) == 3 and np.allclose(matrix, expected)
+        assert all(has for _, has, _ in store.db.census_rows())
+        assert store.db.meta("later") is None  # the unacknowledged write, and only it, lost
+    finally:
+        store.close()
+    assert list(tmp_path.glob("memory.lbug.wal.unreplayable-*"))  # the case it is about
+
+
 def _uncheckpointed_commit(path: Path) -> bytes:
     """Commit a transaction in another process that dies before any checkpoint; the WAL."""
     subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
@@ -139,3 +233,43 @@ def test_damaged_wal_of_any_shape_costs_only_the_unacknowledged_write(tmp_path):
             assert "unacknowledged" not in meta
             assert list(case.glob("memory.lbug.wal.unreplayable-*"))
     assert len(errors) >= 2, errors  # the damage really took several shapes
+
+
+def test_rows_of_a_deferred_write_survive_a_wal_that_cannot_be_replayed(tmp_path):
+    """A kill -9 can tear the WAL's tail; then none of it replays and opening sets it aside.
+    Rows written without a checkpoint come back from their journal, and their embeddings from
+    the model; a write that never committed, or whose journal line was torn, is not."""
+    path = tmp_path / "memory.lbug"
+    db = Database(str(path), "model", 384, 64, 1)
+    now = utcnow()
+    texts = ["alpha release", "beta deploy", "gamma rollback"]
+    rows = [Memory(id=n, content=t, content_hash=content_hash(t), category="decision",
+                   tags=["ops"], importance=4, access_count=0, workspace="/w",
+                   created_at=now, updated_at=now, embedding_model="model")
+            for n, t in enumerate(texts, 1)]
+    for m, v in zip(rows, _fake_embed(texts)):
+        with db.transaction(checkpoint=False):
+            db.insert(m, v)
+    wal = path.with_name(path.name + ".wal")
+    journal = path.with_name(path.name + ".deferred")
+    saved_wal, saved_journal = wal.read_bytes(), journal.read_bytes()
+    db._db.close()  # a crash: nothing of close() runs
+    wal.write_bytes(saved_wal[:len(saved_wal) // 2] + bytes(len(saved_wal) // 2))
+    journal.write_bytes(saved_journal)
+    RowJournal(str(journal)).append([rows[0].copy(id=98, content="never committed")])
+    with open(journal, "ab") as f:
+        f.write(b'[{"id": 99, "content": "torn')
+
+    store = MemoryStore(str(path), "model", 384, 64, 1, embed=_fake_embed)
+    try:
+        assert list(tmp_path.glob("memory.lbug.wal.unreplayable-*"))  # the case it is about
+        assert {m.id: (m.content, m.category, m.tags, m.importance, m.created_at)
+                for m in store.catalog.values()} == \
+            {m.id: (m.content, m.category, m.tags, m.importance, m.created_at) for m in rows}
+        ids, matrix = store.vectors.rows()
+        assert np.allclose(matrix, _fake_embed([store.catalog[i].content
+                                                for i in ids.tolist()]))
+        assert store.db.rows("MATCH (m:Memory)-[:ABOUT]->(t:Topic) RETURN count(t)") == [[3]]
+        assert journal.read_bytes() == b""
+    finally:
+        store.close()
