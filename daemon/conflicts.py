@@ -7,6 +7,7 @@ from .search import SearchFilter, scope_ids
 from .values import value_disagreement
 
 NEIGHBOURS = 10
+FORGET_ALL_FROM = 32  # a write changing more memories than this forgets every entry
 
 
 def resolutions(a: Memory, b: Memory) -> list[str]:
@@ -23,29 +24,104 @@ def workspace_ids(store, workspace: str) -> set[int] | None:
     return scope_ids(store, SearchFilter(workspace=workspace))
 
 
+class NeighbourCache:
+    """Each memory's nearest memories within a workspace (what its conflict flags come from),
+    kept across writes. Finding them costs a pass over the vector matrix (a page of ten:
+    3-4 ms at 10k memories), so a write forgets only the entries it can change: those of the
+    memories it wrote or removed, those that list one of them, and those one of them could
+    now enter. The flags themselves are kept until the graph changes (an agent settled a
+    pair). Readers add entries under the store's read lock; writes forget under its write
+    lock."""
+
+    def __init__(self):
+        self._hits: dict[tuple[int, str], list[tuple[int, float]]] = {}
+        self._flags: dict[tuple[int, str], tuple[int, list[dict]]] = {}  # graph version, flags
+        self._listed_in: dict[int, set[tuple[int, str]]] = {}  # id -> entries listing it
+        self._workspaces: set[str] = set()  # of the entries
+        self.floor: float | None = None  # the similarity the entries were found down to
+
+    def size(self) -> int:
+        return len(self._hits)
+
+    def clear(self) -> None:
+        self._hits, self._flags, self._listed_in, self._workspaces = {}, {}, {}, set()
+
+    def has(self, key: tuple[int, str]) -> bool:
+        return key in self._hits
+
+    def put(self, key: tuple[int, str], hits: list[tuple[int, float]]) -> None:
+        self._hits[key] = hits
+        self._workspaces.add(key[1])
+        for other_id, _ in hits:
+            self._listed_in.setdefault(other_id, set()).add(key)
+
+    def flags(self, key: tuple[int, str], graph_version: int, make) -> list[dict] | None:
+        """The flags of an entry (None if it has none), made from its hits by `make`."""
+        made = self._flags.get(key)
+        if made is not None and made[0] == graph_version:
+            return made[1]
+        hits = self._hits.get(key)
+        if hits is None:
+            return None
+        flags = make(hits)
+        self._flags[key] = (graph_version, flags)
+        return flags
+
+    def forget(self, store, changed: list[int], removed: list[int]) -> None:
+        """After a write (write lock held): `changed` memories were added or rewritten (the
+        index holds their vectors now), `removed` ones are gone."""
+        if not self._hits:
+            return
+        if len(changed) + len(removed) > FORGET_ALL_FROM or self.floor is None:
+            self.clear()
+            return
+        written = set(changed) | set(removed)
+        stale = {(i, ws) for i in written for ws in self._workspaces}  # their own entries
+        for memory_id in written:
+            stale |= self._listed_in.pop(memory_id, set())  # entries that list them
+        # Entries one of `changed` may now enter: those of its workspace within the floor.
+        # (When an entry's scope is the whole database, every memory is in its workspace.)
+        keys = list(self._hits)
+        ids = np.fromiter((key[0] for key in keys), dtype=np.int64, count=len(keys))
+        for memory_id in changed:
+            m, vector = store.catalog.get(memory_id), store.vectors.vector(memory_id)
+            if m is None or vector is None:
+                continue
+            near = store.vectors.scores(vector).cosines(ids) >= self.floor
+            stale.update(key for key in (keys[k] for k in np.flatnonzero(near).tolist())
+                         if key[1] == m.workspace)
+        for key in stale:
+            for other_id, _ in self._hits.pop(key, ()):
+                holders = self._listed_in.get(other_id)
+                if holders is not None:
+                    holders.discard(key)
+            self._flags.pop(key, None)
+
+
 def conflicts(store, memories: list[Memory], settings, workspace: str) -> dict[int, list[dict]]:
     """For each of `memories`, the memories of `workspace` that look like it, unless an
     agent already settled the pair (a keep-separate verdict or a SUPERSEDES link); by memory
     id, only those with any. One pass over the vector matrix for those not already known
-    since the last change to the store. Read or write lock held."""
-    key = (store.version, store.graph.version)
-    cached, known = getattr(store, "conflict_cache", (None, {}))
-    if cached != key:
-        known = {}
-        store.conflict_cache = (key, known)  # replaced whole: readers share it safely
-    todo = [m for m in memories if (m.id, workspace) not in known]
+    (store.neighbours). Read or write lock held."""
+    cache: NeighbourCache = store.neighbours
+    floor = min(settings.conflict_threshold, settings.conflict_value_floor)
+    if cache.floor != floor:
+        cache.clear()
+        cache.floor = floor
+    todo = [m for m in memories if not cache.has((m.id, workspace))]
     embedded = [(m, v) for m, v in ((m, store.vectors.vector(m.id)) for m in todo)
                 if v is not None]
     if embedded:
-        floor = min(settings.conflict_threshold, settings.conflict_value_floor)
         nearest = store.vectors.search_many(np.stack([v for _, v in embedded]),
                                             workspace_ids(store, workspace), NEIGHBOURS + 1,
                                             min_score=floor)
         for (m, _), hits in zip(embedded, nearest):
-            known[(m.id, workspace)] = _flags(store, m, hits, settings)
+            cache.put((m.id, workspace), hits)
     found = {}
+    graph_version = store.graph.version
     for m in memories:
-        flagged = known.get((m.id, workspace))
+        flagged = cache.flags((m.id, workspace), graph_version,
+                              lambda hits, m=m: _flags(store, m, hits, settings))
         if flagged:
             found[m.id] = flagged
     return found

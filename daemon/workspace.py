@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .conflicts import NeighbourCache
 from .database import Database, ModelMismatch
 from .graph import Graph
 from .errors import ToolError, invalid
@@ -54,6 +55,7 @@ class MemoryStore:
                  time.monotonic() - started)
 
     def _load(self) -> None:
+        self.neighbours = NeighbourCache()  # conflict flags' nearest memories (conflicts.py)
         snapshot = None if self.db.ephemeral else \
             vector_snapshot.load(self.db_path, self.model, self.vectors.dim)
         memories, embedded_ids, matrix, read, unembedded = self.db.load_all(snapshot)
@@ -144,6 +146,7 @@ class MemoryStore:
             self.vectors.upsert(memory_id, vector)
         self.timeline.put_many(memories)
         self.keywords.upsert_many(memories)
+        self.neighbours.forget(self, [m.id for m in memories], [])
 
     def unindexed(self, ids: list[int]) -> None:
         self.version += 1
@@ -159,6 +162,7 @@ class MemoryStore:
                 del self._by_hash[(old.workspace, old.content_hash)]
         self.timeline.remove_many(ids)
         self.keywords.remove_many(ids)
+        self.neighbours.forget(self, [], list(ids))
 
     def record_access(self, ids) -> None:
         """Count that these memories were returned to a caller. Read (or write) lock held:

@@ -1,0 +1,115 @@
+"""Conflict flags come from each memory's nearest memories, which are kept across writes: a
+write forgets only the entries it can change. Whatever the writes, the flags must equal
+those found afresh, with no cache at all."""
+from types import SimpleNamespace
+
+import numpy as np
+
+from memnest_daemon.conflicts import NeighbourCache, conflicts
+from memnest_daemon.records import Memory, content_hash, utcnow
+from memnest_daemon.workspace import MemoryStore
+
+DIM = 8
+SETTINGS = SimpleNamespace(conflict_threshold=0.9, conflict_value_floor=0.6)
+RNG = np.random.default_rng(11)
+SUBJECTS = ("deploy timeout", "cache size", "queue depth", "retry limit")
+
+
+def _text(n: int) -> str:
+    return f"the {SUBJECTS[n % len(SUBJECTS)]} is {RNG.integers(1, 4) * 10} seconds"
+
+
+def _vector(n: int) -> np.ndarray:
+    """Memories on one subject point roughly the same way, so they are neighbours."""
+    v = np.zeros(DIM, dtype=np.float32)
+    v[n % len(SUBJECTS)] = 1.0
+    v += RNG.normal(scale=0.35, size=DIM).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _write(store: MemoryStore, ids: list[int], workspace: str) -> None:
+    now = utcnow()
+    with store.writing():
+        memories, embeddings = [], {}
+        with store.db.transaction() as db:
+            for n in ids:
+                text = _text(n)
+                m = Memory(id=n, content=text, content_hash=content_hash(text),
+                           category="general", tags=[], importance=3, access_count=0,
+                           workspace=workspace, created_at=now, updated_at=now,
+                           embedding_model=store.model)
+                vector = _vector(n)
+                if n in store.catalog:
+                    db.update(m, vector, [])
+                else:
+                    db.insert(m, vector)
+                memories.append(m)
+                embeddings[n] = vector
+        store.indexed(memories, embeddings)
+
+
+def _delete(store: MemoryStore, ids: list[int]) -> None:
+    with store.writing():
+        with store.db.transaction() as db:
+            db.delete(ids, [])
+        store.unindexed(ids)
+
+
+def _fresh(store: MemoryStore, memories: list[Memory], workspace: str) -> dict:
+    kept, store.neighbours = store.neighbours, NeighbourCache()
+    try:
+        return conflicts(store, memories, SETTINGS, workspace)
+    finally:
+        store.neighbours = kept
+
+
+def test_flags_after_any_writes_equal_flags_found_afresh(tmp_path):
+    store = MemoryStore(str(tmp_path / "memory.lbug"), "model", DIM, 64, 1)
+    try:
+        next_id, settled, flags_seen = 1, 0, 0
+        for round_ in range(40):
+            workspace = "/a" if round_ % 3 else "/b"
+            action = RNG.integers(0, 4)
+            if action == 0 or len(store.catalog) < 8:  # new memories
+                count = int(RNG.integers(1, 4))
+                _write(store, list(range(next_id, next_id + count)), workspace)
+                next_id += count
+            elif action == 1:  # rewrite some: new text, new vector, maybe another workspace
+                _write(store, RNG.choice(sorted(store.catalog), 2, replace=False).tolist(),
+                       workspace)
+            elif action == 2:
+                _delete(store, [int(RNG.choice(sorted(store.catalog)))])
+            else:  # an agent settles a flagged pair: the flags change, the neighbours not
+                flagged = conflicts(store, list(store.catalog.values()), SETTINGS, workspace)
+                if flagged:
+                    a = min(flagged)
+                    b = flagged[a][0]["memory_id"]
+                else:
+                    a, b = RNG.choice(sorted(store.catalog), 2, replace=False).tolist()
+                settled += bool(flagged)
+                if round_ % 2:
+                    store.graph.keep_separate(a, b)
+                else:
+                    store.graph.add("SUPERSEDES", a, b)
+            for ws in ("/a", "/b"):
+                shown = [m for m in store.catalog.values() if m.workspace == ws][:12]
+                found = conflicts(store, shown, SETTINGS, ws)
+                assert found == _fresh(store, shown, ws), (round_, ws)
+                flags_seen += sum(map(len, found.values()))
+        assert store.neighbours.size() > 0  # entries did survive writes
+        assert settled >= 3 and flags_seen >= 40, (settled, flags_seen)  # it tested something
+    finally:
+        store.close()
+
+
+def test_a_write_keeps_the_entries_it_cannot_change(tmp_path):
+    store = MemoryStore(str(tmp_path / "memory.lbug"), "model", DIM, 64, 1)
+    try:
+        _write(store, list(range(1, 41)), "/a")
+        conflicts(store, list(store.catalog.values()), SETTINGS, "/a")
+        before = store.neighbours.size()
+        _write(store, [41], "/a")
+        after = store.neighbours.size()
+        assert 0 < after < before + 1 and after > before // 2, (before, after)
+    finally:
+        store.close()
