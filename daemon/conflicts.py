@@ -19,7 +19,7 @@ def resolutions(a: Memory, b: Memory) -> list[str]:
     ]
 
 
-def workspace_ids(store, workspace: str) -> set[int] | None:
+def workspace_ids(store, workspace: str) -> frozenset[int] | None:
     """The ids of one workspace's memories, or None when they are the whole database."""
     return scope_ids(store, SearchFilter(workspace=workspace))
 

@@ -56,6 +56,7 @@ class MemoryStore:
 
     def _load(self) -> None:
         self.neighbours = NeighbourCache()  # conflict flags' nearest memories (conflicts.py)
+        self.scopes: tuple[int, dict] = (-1, {})  # search.scope_ids's answers at a version
         snapshot = None if self.db.ephemeral else \
             vector_snapshot.load(self.db_path, self.model, self.vectors.dim)
         memories, embedded_ids, matrix, read, unembedded = self.db.load_all(snapshot)

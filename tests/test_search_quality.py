@@ -80,7 +80,8 @@ def _unit(seed: int) -> np.ndarray:
 def _store(memories, vectors=None):
     store = SimpleNamespace(catalog={m.id: m for m in memories}, vectors=VectorIndex(DIM),
                             keywords=KeywordIndex(), timeline=Timeline.of(memories),
-                            per_workspace=Counter(m.workspace for m in memories))
+                            per_workspace=Counter(m.workspace for m in memories),
+                            version=0, scopes=(-1, {}))
     for m in memories:
         store.vectors.upsert(m.id, (vectors or {}).get(m.id, _unit(1000 + m.id)))
     store.keywords.upsert_many(memories)
