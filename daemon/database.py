@@ -204,8 +204,11 @@ class Database:
                 conn.execute("ROLLBACK")
             except Exception:  # the failed statement may already have aborted it
                 log.debug("rollback after failure also failed", exc_info=True)
-            if journal_size is not None:
-                self._journal.cut(journal_size)
+            if journal_size is not None:  # tidiness: an unconfirmed line is never restored
+                try:
+                    self._journal.cut(journal_size)
+                except OSError:
+                    log.debug("could not cut the journal of deferred rows", exc_info=True)
             raise
         finally:
             staged, self._staged = self._staged, None
