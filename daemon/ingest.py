@@ -11,6 +11,12 @@ from .screening import markers
 from .values import disagree, tag_overlap
 
 
+BRIEF_CONFLICT = ("type", "memory_id", "similarity")
+BRIEF_CONFLICTS_HINT = ("conflicts list the other memory's id only: read both with memory_get, "
+                        "then memory_relate(from_id=newer, to_id=older, "
+                        "relationship='SUPERSEDES') or memory_keep_separate(pairs=[[a, b]])")
+
+
 @dataclass
 class Item:
     content: str
@@ -31,14 +37,17 @@ class Outcome:
     similarity: float | None = None
     conflicts: list = field(default_factory=list)
 
-    def view(self) -> dict:
+    def view(self, brief_conflicts: bool = False) -> dict:
+        """`brief_conflicts`: each conflict as type, id and similarity only (a batch's
+        results would otherwise repeat text and resolutions for every pair)."""
         out = {"status": self.status, "id": self.memory.id,
                "importance": self.memory.importance}
         if self.status == "merged":
             out["merged_into"] = self.memory.id
             out["similarity"] = round(self.similarity, 3)
         if self.conflicts:
-            out["conflicts"] = self.conflicts
+            out["conflicts"] = [{k: c[k] for k in BRIEF_CONFLICT} for c in self.conflicts] \
+                if brief_conflicts else self.conflicts
         found = markers(self.memory.content)
         if found:
             out["untrusted_content"] = {"markers": found}

@@ -58,6 +58,20 @@ def test_values_that_differ_never_merge_and_are_flagged(call):
     assert c["id"] not in {x["memory_id"] for x in hit[a["id"]].get("conflicts", [])}
 
 
+def test_a_batch_lists_its_conflicts_briefly_with_one_hint(call):
+    a = call("memory_store", content="The nightly backup window is 02:00 UTC")
+    batch = call("memory_store", items=[
+        {"content": "The nightly backup window is 03:00 UTC"},
+        {"content": "Release notes live in the docs folder"}])
+    flagged, plain = batch["results"]
+    assert flagged["conflicts"] == [{"type": "value_disagreement", "memory_id": a["id"],
+                                     "similarity": flagged["conflicts"][0]["similarity"]}]
+    assert "conflicts" not in plain
+    assert "memory_keep_separate" in batch["conflicts_hint"]
+    quiet = call("memory_store", items=[{"content": "Coffee is on the third floor"}])
+    assert "conflicts_hint" not in quiet
+
+
 def test_tag_gate_keeps_differently_tagged_twins_apart(call):
     a = call("memory_store", content="Run the migrations before starting the server",
              tags=["backend"])

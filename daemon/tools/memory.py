@@ -2,7 +2,7 @@
 from ..conflicts import conflicts
 from ..errors import invalid, not_found
 from ..graph_signal import boost
-from ..ingest import Item, ingest
+from ..ingest import BRIEF_CONFLICTS_HINT, Item, ingest
 from ..records import Memory, content_hash, iso, normalise_tags, utcnow
 from ..screening import flag
 from ..search import SearchFilter, demote_superseded, rank
@@ -45,13 +45,16 @@ def memory_store(ctx: ToolContext, args: dict) -> dict:
     with store.writing():
         ctx.check_still_wanted()
         outcomes = ingest(store, ctx.workspace, items, vectors, ctx.settings)
-    results = [o.view() for o in outcomes]
     if not batch:
-        return results[0]
+        return outcomes[0].view()
+    results = [o.view(brief_conflicts=True) for o in outcomes]
     count = {status: sum(r["status"] == status for r in results)
              for status in ("stored", "duplicate", "merged")}
-    return {"results": results, "stored": count["stored"], "duplicates": count["duplicate"],
-            "merged": count["merged"]}
+    out = {"results": results, "stored": count["stored"], "duplicates": count["duplicate"],
+           "merged": count["merged"]}
+    if any("conflicts" in r for r in results):
+        out["conflicts_hint"] = BRIEF_CONFLICTS_HINT
+    return out
 
 
 # -- memory_search ---------------------------------------------------------------------------
