@@ -1,5 +1,8 @@
 """Pairs of memories an agent should look at: near duplicates, and same-subject memories that
 disagree on a value. Reported on store and on search results, with the ways to settle them."""
+import threading
+from itertools import islice
+
 import numpy as np
 
 from .records import Memory
@@ -8,6 +11,7 @@ from .values import value_disagreement
 
 NEIGHBOURS = 10
 FORGET_ALL_FROM = 32  # a write changing more memories than this forgets every entry
+MAX_ENTRIES = 5000  # per store; an entry with its flags' previews holds ~1-5 KB
 
 
 def resolutions(a: Memory, b: Memory) -> list[str]:
@@ -30,8 +34,8 @@ class NeighbourCache:
     3-4 ms at 10k memories), so a write forgets only the entries it can change: those of the
     memories it wrote or removed, those that list one of them, and those one of them could
     now enter. The flags themselves are kept until the graph changes (an agent settled a
-    pair). Readers add entries under the store's read lock; writes forget under its write
-    lock."""
+    pair). Past MAX_ENTRIES the oldest tenth goes. Readers add entries under the store's read
+    lock, so changes to the entries take a lock of their own."""
 
     def __init__(self):
         self._hits: dict[tuple[int, str], list[tuple[int, float]]] = {}
@@ -39,6 +43,7 @@ class NeighbourCache:
         self._listed_in: dict[int, set[tuple[int, str]]] = {}  # id -> entries listing it
         self._workspaces: set[str] = set()  # of the entries
         self.floor: float | None = None  # the similarity the entries were found down to
+        self._lock = threading.Lock()
 
     def size(self) -> int:
         return len(self._hits)
@@ -50,10 +55,24 @@ class NeighbourCache:
         return key in self._hits
 
     def put(self, key: tuple[int, str], hits: list[tuple[int, float]]) -> None:
-        self._hits[key] = hits
-        self._workspaces.add(key[1])
-        for other_id, _ in hits:
-            self._listed_in.setdefault(other_id, set()).add(key)
+        with self._lock:
+            if len(self._hits) >= MAX_ENTRIES:
+                for oldest in list(islice(self._hits, MAX_ENTRIES // 10)):
+                    self._drop(oldest)
+            self._hits[key] = hits
+            self._flags.pop(key, None)  # any left by a reader racing an eviction is stale
+            self._workspaces.add(key[1])
+            for other_id, _ in hits:
+                self._listed_in.setdefault(other_id, set()).add(key)
+
+    def _drop(self, key: tuple[int, str]) -> None:
+        for other_id, _ in self._hits.pop(key, ()):
+            holders = self._listed_in.get(other_id)
+            if holders is not None:
+                holders.discard(key)
+                if not holders:
+                    del self._listed_in[other_id]
+        self._flags.pop(key, None)
 
     def flags(self, key: tuple[int, str], graph_version: int, make) -> list[dict] | None:
         """The flags of an entry (None if it has none), made from its hits by `make`."""
@@ -90,12 +109,9 @@ class NeighbourCache:
             near = store.vectors.scores(vector).cosines(ids) >= self.floor
             stale.update(key for key in (keys[k] for k in np.flatnonzero(near).tolist())
                          if key[1] == m.workspace)
-        for key in stale:
-            for other_id, _ in self._hits.pop(key, ()):
-                holders = self._listed_in.get(other_id)
-                if holders is not None:
-                    holders.discard(key)
-            self._flags.pop(key, None)
+        with self._lock:
+            for key in stale:
+                self._drop(key)
 
 
 def conflicts(store, memories: list[Memory], settings, workspace: str) -> dict[int, list[dict]]:

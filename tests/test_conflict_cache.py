@@ -113,3 +113,17 @@ def test_a_write_keeps_the_entries_it_cannot_change(tmp_path):
         assert 0 < after < before + 1 and after > before // 2, (before, after)
     finally:
         store.close()
+
+
+def test_the_cache_keeps_at_most_its_limit(tmp_path, monkeypatch):
+    monkeypatch.setattr("memnest_daemon.conflicts.MAX_ENTRIES", 10)
+    store = MemoryStore(str(tmp_path / "memory.lbug"), "model", DIM, 64, 1)
+    try:
+        _write(store, list(range(1, 31)), "/a")
+        shown = list(store.catalog.values())
+        for first in range(0, 30, 5):
+            page = shown[first:first + 5]
+            assert conflicts(store, page, SETTINGS, "/a") == _fresh(store, page, "/a")
+        assert store.neighbours.size() <= 10
+    finally:
+        store.close()
