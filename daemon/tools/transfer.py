@@ -9,6 +9,8 @@ must not trust vectors that need not match their text; the importing daemon embe
 with its own model.
 """
 import json
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from datetime import datetime, timezone
 
 import numpy as np
@@ -21,7 +23,6 @@ from ..graph import pair
 from ..ingest import Item, ingest, merge_candidate
 from ..records import CATEGORIES, content_hash, normalise_tags, utcnow
 from ..safe_files import read_file, write_file
-from .common import embed_with_progress
 from .registry import StrictValidator, ToolContext, tool
 
 FORMAT = "memnest-export"
@@ -311,55 +312,57 @@ def memory_import(ctx: ToolContext, args: dict) -> dict:
     with store.reading():
         present = {n for n, item in enumerate(items)
                    if store.find_hash(workspace, content_hash(item.content)) is not None}
-    todo = [n for n in range(len(items)) if n not in present]
-    vectors = dict(zip(todo, embed_with_progress(ctx, [items[n].content for n in todo])))
+    chunks = [range(start, min(start + IMPORT_CHUNK, len(items)))
+              for start in range(0, len(items), IMPORT_CHUNK)]
+    embedded = _embedded_ahead(ctx, [[n for n in chunk if n not in present] for chunk in chunks],
+                               [item.content for item in items])
 
     target: list[int | None] = [None] * len(items)
     counts = {"stored": 0, "duplicate": 0, "merged": 0}
     changed: set[int] = set()  # memories that were here before and an import merge changed
     before: set[int] | None = None
-    for start in range(0, len(items), IMPORT_CHUNK):
-        chunk = range(start, min(start + IMPORT_CHUNK, len(items)))
-        with store.writing():
-            ctx.check_still_wanted()  # chunks already written stay: importing is idempotent
-            if before is None:  # what the workspace held before this import
-                before = {i for i, m in store.catalog.items() if m.workspace == workspace}
-            pending = []
-            fresh = []
-            for n in chunk:
-                item = items[n]
-                same = store.find_hash(workspace, content_hash(item.content))
-                if same is not None:
-                    target[n] = same.id
-                    counts["duplicate"] += 1
-                    continue
-                if n not in vectors:  # was here a moment ago, deleted since
-                    vectors[n] = ctx.embedder.embed([item.content])[0]
-                fresh.append(n)
-            # What each item resembles among the memories here before, in one product.
-            nearest = dict(zip(fresh, store.vectors.search_many(
-                np.stack([vectors[n] for n in fresh]), before, 5,
-                min_score=settings.dedup_threshold))) if fresh else {}
-            for n in fresh:
-                item = items[n]
-                home = _absorbed_by(store, item, nearest[n], settings)
-                if home is not None:
-                    target[n] = home
-                    counts["merged"] += 1
-                    continue
-                pending.append(n)
-            if pending:
-                outcomes = ingest(store, workspace, [items[n] for n in pending],
-                                  [vectors[n] for n in pending], settings, merge_into=before,
-                                  flag_conflicts=False)
-                for n, outcome in zip(pending, outcomes):
-                    target[n] = outcome.memory.id
-                    counts[outcome.status] += 1
-                    if outcome.status != "stored" and outcome.memory.id in before:
-                        changed.add(outcome.memory.id)
-        done = chunk.stop
-        if len(items) > IMPORT_CHUNK:
-            ctx.progress(done, len(items), f"imported {done} of {len(items)} memories")
+    with closing(embedded):  # an early exit waits for the chunk being embedded
+        for chunk, vectors in zip(chunks, embedded):
+            with store.writing():
+                ctx.check_still_wanted()  # chunks already written stay: importing is idempotent
+                if before is None:  # what the workspace held before this import
+                    before = {i for i, m in store.catalog.items() if m.workspace == workspace}
+                pending = []
+                fresh = []
+                for n in chunk:
+                    item = items[n]
+                    same = store.find_hash(workspace, content_hash(item.content))
+                    if same is not None:
+                        target[n] = same.id
+                        counts["duplicate"] += 1
+                        continue
+                    if n not in vectors:  # was here a moment ago, deleted since
+                        vectors[n] = ctx.embedder.embed([item.content])[0]
+                    fresh.append(n)
+                # What each item resembles among the memories here before, in one product.
+                nearest = dict(zip(fresh, store.vectors.search_many(
+                    np.stack([vectors[n] for n in fresh]), before, 5,
+                    min_score=settings.dedup_threshold))) if fresh else {}
+                for n in fresh:
+                    item = items[n]
+                    home = _absorbed_by(store, item, nearest[n], settings)
+                    if home is not None:
+                        target[n] = home
+                        counts["merged"] += 1
+                        continue
+                    pending.append(n)
+                if pending:
+                    outcomes = ingest(store, workspace, [items[n] for n in pending],
+                                      [vectors[n] for n in pending], settings, merge_into=before,
+                                      flag_conflicts=False)
+                    for n, outcome in zip(pending, outcomes):
+                        target[n] = outcome.memory.id
+                        counts[outcome.status] += 1
+                        if outcome.status != "stored" and outcome.memory.id in before:
+                            changed.add(outcome.memory.id)
+            done = chunk.stop
+            if len(items) > IMPORT_CHUNK:
+                ctx.progress(done, len(items), f"imported {done} of {len(items)} memories")
 
     edge_counts = {"created": 0, "exists": 0, "skipped": 0}
     verdict_counts = {"recorded": 0, "exists": 0, "skipped": 0}
@@ -409,6 +412,21 @@ def memory_import(ctx: ToolContext, args: dict) -> dict:
         result["note"] = (f"the file was embedded with {parsed.model}; its text was embedded "
                           f"again with {store.model}")
     return result
+
+
+def _embedded_ahead(ctx: ToolContext, chunks: list[list[int]], texts: list[str]):
+    """The vectors of each chunk's texts, by index: the next chunk is embedded in a thread
+    while the caller writes this one (onnxruntime leaves the GIL), and only two chunks of
+    vectors are held at a time."""
+    def embed(chunk: list[int]) -> dict:
+        return dict(zip(chunk, ctx.embedder.embed([texts[n] for n in chunk]))) if chunk else {}
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="import-embed") as ahead:
+        upcoming = ahead.submit(embed, chunks[0]) if chunks else None
+        for following in [*chunks[1:], None]:
+            vectors = upcoming.result()
+            upcoming = None if following is None else ahead.submit(embed, following)
+            yield vectors
 
 
 def _absorbed_by(store, item: Item, nearest, settings) -> int | None:
