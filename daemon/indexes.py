@@ -20,6 +20,12 @@ COMMIT_DELAY_S = 0.25  # a write's keyword documents are committed this long aft
 # From this many rows a query reads a bound for every row (row_bound.py) and only the rows
 # that can matter in full: a full product over 100k rows is ~150 MB of memory traffic.
 BOUND_FROM_ROWS = 20_000
+# A search with a high floor (conflict neighbours at 0.5, merge candidates at the dedup
+# threshold) gains from the bound much earlier: only ~4% of rows reach 0.5, and ten
+# conflict neighbour lists at 10k rows took 3.2 ms in one product, 1.5 ms bounded. A
+# query's 100 best gain nothing there (4.6 vs 4.8 ms to rank at 10k), so it waits for
+# BOUND_FROM_ROWS.
+FLOOR_BOUND_FROM_ROWS = 4096
 
 
 SMALL_SCOPE_SHARE = 8  # a scope under 1/8 of the rows is read row by row, not in one pass
@@ -56,7 +62,7 @@ class VectorIndex:
         self._matrix[row] = vector
         if self._bound is not None:
             self._bound.set_rows(row, self._matrix[row:row + 1])
-        elif len(self._row) >= BOUND_FROM_ROWS:
+        elif len(self._row) >= min(BOUND_FROM_ROWS, FLOOR_BOUND_FROM_ROWS):
             self._fit_bound()
 
     def _fit_bound(self) -> None:
@@ -85,7 +91,7 @@ class VectorIndex:
         self._row_of = np.full(max(64, max(ids) + 1), -1, dtype=np.int64)
         valid = np.flatnonzero(self._ids[:len(ids)] > 0)  # see _set_row
         self._row_of[self._ids[valid]] = valid
-        if len(ids) >= BOUND_FROM_ROWS:
+        if len(ids) >= min(BOUND_FROM_ROWS, FLOOR_BOUND_FROM_ROWS):
             self._fit_bound()
 
     def remove(self, memory_id: int) -> None:
@@ -139,11 +145,15 @@ class VectorIndex:
             # A small scope (a workspace in a shared database, a new workspace filling up):
             # its own rows cost less than a pass over every row.
             return self._top(ids, (self._matrix[rows] @ queries.T).T, k, min_score)
-        if self._bound is not None:
+        if self.bounded(min_score):
             return self._bounded_top(queries, ids, rows, k, min_score)
         # matrix @ queries.T measured 2 ms where queries @ matrix.T took 3.5-12 ms (10 x 10k)
         scores = (self._matrix[:len(self._row)] @ queries.T).T
         return self._top(ids, scores if rows is None else scores[:, rows], k, min_score)
+
+    def bounded(self, min_score: float = -1.0) -> bool:
+        """Whether a search down to `min_score` reads the bound first."""
+        return self._bound is not None and (min_score > -1.0 or len(self._row) >= BOUND_FROM_ROWS)
 
     def _bounded_top(self, queries: np.ndarray, ids: np.ndarray, rows: np.ndarray | None,
                      k: int, min_score: float) -> list[list[tuple[int, float]]]:
@@ -204,7 +214,7 @@ class Scores:
     def __init__(self, index: VectorIndex, query: np.ndarray):
         self._index = index
         self._query = query.astype(np.float32)
-        self._all = None if index._bound is not None else \
+        self._all = None if index.bounded() else \
             index._matrix[:len(index)] @ self._query
 
     def best(self, allowed: set[int] | None, k: int) -> list[tuple[int, float]]:

@@ -135,6 +135,39 @@ def test_a_large_index_reads_only_rows_that_can_matter_and_answers_the_same(monk
     assert (bounds >= np.sort(exact)[-11]).mean() < 0.2
 
 
+def test_a_mid_sized_index_bounds_only_searches_with_a_floor(monkeypatch):
+    """Between FLOOR_BOUND_FROM_ROWS and BOUND_FROM_ROWS a search down to a floor (conflict
+    neighbours, merge candidates) reads the bound first; a query without one still reads
+    every row. Both answer as the full product does."""
+    from memnest_daemon import row_bound
+
+    rng = np.random.default_rng(5)
+    dim = 32
+    mixing = rng.normal(size=(dim, dim)) * np.exp(-np.arange(dim) / 5.0)
+
+    def unit(n):
+        v = (rng.normal(size=(n, dim)) @ mixing.T).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    monkeypatch.setattr(indexes, "FLOOR_BOUND_FROM_ROWS", 300)
+    monkeypatch.setattr(row_bound, "DIMS", 8)
+    index = VectorIndex(dim)
+    vectors = unit(600)
+    index.load(list(range(1, 601)), vectors)
+    assert index._bound is not None
+    assert not index.bounded() and index.bounded(0.5)
+    assert index.scores(vectors[0])._all is not None  # a query reads every row
+    queries = unit(10)
+    full = (index._matrix[:600] @ queries.T).T
+    for floor in (0.3, 0.6, 0.9):
+        got = index.search_many(queries, None, 11, min_score=floor)
+        for row, hits in zip(full, got):
+            best = np.flatnonzero(row >= floor)
+            best = best[np.lexsort((best, -row[best]))][:11]
+            assert [n for n, _ in hits] == (best + 1).tolist()
+            assert np.allclose([s for _, s in hits], row[best], atol=1e-5)
+
+
 def test_the_bound_grows_by_steps_not_by_row(monkeypatch):
     """Appending rows one at a time to a large index copies the low-dimension copy a few
     times, not once per row (a 100k import slowed to 65 memories/s when it did)."""
