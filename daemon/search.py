@@ -19,6 +19,7 @@ bench/locomo.py measures them; bench/RESULTS.md records why the constants are wh
 """
 import math
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import repeat
 
 import numpy as np
@@ -60,11 +61,21 @@ class SearchFilter:
                 and m.importance >= self.min_importance)
 
 
-@dataclass
 class Ranked:
-    memory: Memory
-    score: float
-    parts: dict
+    """A candidate and its score; `parts`, what the score is made of, is worked out when
+    first read (explain, and the few candidates a later step adjusts): a ranking builds
+    hundreds of candidates to show ten."""
+    __slots__ = ("memory", "score", "_parts", "_explain")
+
+    def __init__(self, memory: Memory, score: float, parts: dict | None = None,
+                 explain=None):
+        self.memory, self.score, self._parts, self._explain = memory, score, parts, explain
+
+    @property
+    def parts(self) -> dict:
+        if self._parts is None:
+            self._parts, self._explain = self._explain(), None
+        return self._parts
 
 
 def _recency(m: Memory, now) -> float:
@@ -178,6 +189,11 @@ class _Evidence:
         self.tag_named: dict[str, bool] = {}
         # per pass of 64 terms: which memories were looked up, and their bits (by id)
         self._known: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        # base() by id: ranking asks about the first candidates twice (own score, then as
+        # part of every candidate's window)
+        self._done = np.zeros(0, dtype=bool)
+        self._total = np.zeros(0, dtype=np.float64)
+        self._parts: dict[str, np.ndarray] = {}
 
     def window(self, ids: np.ndarray) -> np.ndarray:
         """The neighbours of each of `ids` (0: none), one column per place."""
@@ -185,7 +201,27 @@ class _Evidence:
         return np.where(ok[:, None], self.neighbours[np.where(ok, ids, 0)], 0)
 
     def base(self, ids: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """The evidence total of each of `ids`, and its parts."""
+        """The evidence total of each of `ids` (0: no memory), and its parts; each id is
+        worked out once per query."""
+        size = int(ids.max(initial=0)) + 1
+        if size > len(self._done):
+            size = max(size, len(self.neighbours))
+            self._done = _grown(self._done, size)
+            self._total = _grown(self._total, size)
+            self._parts = {name: _grown(values, size) for name, values in self._parts.items()}
+        new = ids[~self._done[ids]]
+        if len(new):
+            new = np.unique(new)
+            total, parts = self._base(new)
+            self._done[new] = True
+            self._total[new] = total
+            for name, values in parts.items():
+                if name not in self._parts:
+                    self._parts[name] = np.zeros(len(self._done), dtype=np.float64)
+                self._parts[name][new] = values
+        return self._total[ids], {name: values[ids] for name, values in self._parts.items()}
+
+    def _base(self, ids: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         parts = {"vector": CONTEXT_VECTOR_WEIGHT * np.maximum(
                      0.0, self.scores.cosines(ids)),
                  "keyword": CONTEXT_KEYWORD_WEIGHT * np.fromiter(
@@ -282,20 +318,34 @@ def rank_context(store, q: QueryAnalysis, query_vector, flt: SearchFilter,
     own = np.searchsorted(involved, ids)
     shares = np.where(window > 0, _COLUMN_WEIGHTS * totals[np.searchsorted(involved, window)],
                       0.0)
-    lifts = np.maximum(0.0, shares.max(axis=1, initial=0.0)).tolist()
-    columns = {name: values[own].tolist() for name, values in parts.items()}
-    names = list(columns)
-    rows = zip(*(columns[name] for name in names))
+    lifts = np.maximum(0.0, shares.max(axis=1, initial=0.0))
+    n = len(candidates)
     now = utcnow()
-    ranked = []
-    for m, score, lift, row in zip(candidates, totals[own].tolist(), lifts, rows):
-        importance = IMPORTANCE_WEIGHT * (m.importance - 1) / 4
-        recency = RECENCY_WEIGHT * _recency(m, now)
-        found = dict(zip(names, row))
-        if found.get("tag") == 0.0:
-            del found["tag"]
-        ranked.append(Ranked(m, score + lift + importance + recency,
-                             {**found, "context": lift, "importance": importance,
-                              "recency": recency}))
+    importance = IMPORTANCE_WEIGHT * (np.fromiter(
+        (m.importance for m in candidates), dtype=np.float64, count=n) - 1) / 4
+    age_days = np.maximum(0.0, np.fromiter(
+        ((now - m.updated_at).total_seconds() for m in candidates), dtype=np.float64,
+        count=n) / 86400.0)
+    recency = RECENCY_WEIGHT * np.power(0.5, age_days / RECENCY_HALF_LIFE_DAYS)
+    scores = (totals[own] + lifts + importance + recency).tolist()
+    columns = {name: values[own] for name, values in parts.items()}
+    columns.update(context=lifts, importance=importance, recency=recency)
+    explain = partial(_parts_of, columns)
+    ranked = [Ranked(m, score, explain=partial(explain, j))
+              for j, (m, score) in enumerate(zip(candidates, scores))]
     ranked.sort(key=lambda r: (-r.score, -r.memory.id))
     return ranked
+
+
+def _parts_of(columns: dict[str, np.ndarray], j: int) -> dict:
+    """Candidate j's score in parts (a tag part only where the query named a tag)."""
+    found = {name: float(values[j]) for name, values in columns.items()}
+    if found.get("tag") == 0.0:
+        del found["tag"]
+    return found
+
+
+def _grown(values: np.ndarray, size: int) -> np.ndarray:
+    out = np.zeros(size, dtype=values.dtype)
+    out[:len(values)] = values
+    return out
