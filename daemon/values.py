@@ -8,9 +8,9 @@ subject and different values disagree, and are flagged so an agent can decide.
 import re
 from functools import lru_cache
 
-_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/:%$€£]*")
+# a token never ends in one of . - / : ("v2." and "v2" are one value)
+_TOKEN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_.\-/:%$€£]*[A-Za-z0-9_%$€£])?")
 _HAS_DIGIT = re.compile(r"\d")
-_TRAILING = ".-/:"
 _STOPWORDS = frozenset("""
 a an the and or but if then else of to in on at by for with from into onto over under about as
 is are was were be been being am do does did has have had having will would shall should can
@@ -28,20 +28,37 @@ _NUMBER_WITH_UNIT = re.compile(r"^(\d+(?:[.,]\d+)*)\s*([a-z%]*)$")
 
 
 def _tokens(text: str) -> list[str]:
-    return [t.rstrip(_TRAILING).lower() for t in _TOKEN.findall(text)]
+    return [t.lower() for t in _TOKEN.findall(text)]
 
 
-# Conflict checks compare the same memories again on every search that shows them
-# (texts are at most MEMORY_MAX_STORE_CHARS, so the cache stays within tens of MB).
-@lru_cache(maxsize=4096)
 def values(text: str) -> frozenset[str]:
     """Numbers (with their unit), versions, and identifiers that contain a digit."""
     if not _HAS_DIGIT.search(text):
         return frozenset()  # most texts: no need to split them into tokens
+    return _assertion(text)[0]
+
+
+def subject(text: str) -> frozenset[str]:
+    """Content words that are not values: what the memory is about."""
+    return _assertion(text)[1]
+
+
+# Conflict checks compare the same memories again on every search that shows them
+# (texts are at most MEMORY_MAX_STORE_CHARS, so the cache stays within tens of MB). Values
+# and subject come from one split of the text into tokens.
+@lru_cache(maxsize=4096)
+def _assertion(text: str) -> tuple[frozenset[str], frozenset[str]]:
     tokens = _tokens(text)
+    return (_values(tokens) if _HAS_DIGIT.search(text) else frozenset(),
+            frozenset(t for t in tokens
+                      if t not in _STOPWORDS and not t[0].isdigit() and t not in _UNITS
+                      and t not in _UNIT_ABBREVIATIONS))
+
+
+def _values(tokens: list[str]) -> frozenset[str]:
     found: set[str] = set()
     for i, token in enumerate(tokens):
-        if not token or not _HAS_DIGIT.search(token):
+        if not _HAS_DIGIT.search(token):
             continue
         match = _NUMBER_WITH_UNIT.match(token)
         if match and not match.group(2) and i + 1 < len(tokens):
@@ -53,14 +70,6 @@ def values(text: str) -> frozenset[str]:
             token = match.group(1) + _UNITS.get(match.group(2), match.group(2))
         found.add(token.replace(",", ""))
     return frozenset(found)
-
-
-@lru_cache(maxsize=4096)
-def subject(text: str) -> frozenset[str]:
-    """Content words that are not values: what the memory is about."""
-    return frozenset(t for t in _tokens(text)
-                     if t and t not in _STOPWORDS and not t[0].isdigit() and t not in _UNITS
-                     and t not in _UNIT_ABBREVIATIONS)
 
 
 def disagree(a: str, b: str) -> bool:
