@@ -51,6 +51,9 @@ class Snapshot:
     vocabulary: list[str] | None = None
     term_offsets: list[int] | None = None
     term_ids: list[int] | None = None
+    # conflict flags' nearest memories (neighbour_table.py's state()), valid only when the
+    # database's embeddings are exactly the snapshot's
+    neighbours: dict | None = None
 
     def row_for(self, memory_id: int, content: str, model: str) -> int | None:
         """The row holding this memory's embedding, if it still matches."""
@@ -86,6 +89,7 @@ def load(db_path: str, model: str, dim: int) -> Snapshot | None:
             ids, digests, matrix = data["ids"], data["digests"], data["matrix"]
             terms = [data[k] for k in TERM_ARRAYS] if set(TERM_ARRAYS) <= set(data.files) \
                 and str(data["analyser"]) == ANALYSER else None
+            neighbours = {k: data[k] for k in data.files if k.startswith("neighbour_")}
     except Exception as exc:  # torn, truncated or foreign: only a cache
         log.warning("ignoring the unreadable vector snapshot %s: %s", path, exc)
         return None
@@ -93,7 +97,8 @@ def load(db_path: str, model: str, dim: int) -> Snapshot | None:
             matrix.shape != (len(ids), dim) or len(digests) != len(ids):
         return None
     snapshot = Snapshot(saved_model, {int(i): row for row, i in enumerate(ids.tolist())},
-                        digests.astype(np.uint64, copy=False), matrix)
+                        digests.astype(np.uint64, copy=False), matrix,
+                        neighbours=neighbours or None)
     if terms is not None:
         _, text_digests, vocabulary, offsets, term_ids = terms
         if len(text_digests) == len(ids) and len(offsets) == len(ids) + 1 and \
@@ -108,10 +113,12 @@ def load(db_path: str, model: str, dim: int) -> Snapshot | None:
 
 
 def save(db_path: str, model: str, ids: np.ndarray, contents: list[str],
-         matrix: np.ndarray, texts: list[str], terms: list[tuple[str, ...]]) -> None:
+         matrix: np.ndarray, texts: list[str], terms: list[tuple[str, ...]],
+         neighbours: dict[str, np.ndarray] | None = None) -> None:
     """Write the snapshot: a private temp file renamed over the old one (a link planted at
     either name is never followed). `texts` and `terms`: each row's keyword-index text and
-    the terms the index found in it."""
+    the terms the index found in it; `neighbours`: arrays named neighbour_*, kept as they
+    are."""
     path = path_for(db_path)
     temp = path.with_name(path.name + ".tmp")
     digests = np.fromiter((digest(c) for c in contents), dtype=np.uint64, count=len(contents))
@@ -131,7 +138,7 @@ def save(db_path: str, model: str, ids: np.ndarray, contents: list[str],
                      analyser=np.array(ANALYSER), text_digests=text_digests,
                      vocabulary=np.array(list(vocabulary), dtype=str),
                      term_offsets=np.array(offsets, dtype=np.int64),
-                     term_ids=np.array(term_ids, dtype=np.int32))
+                     term_ids=np.array(term_ids, dtype=np.int32), **(neighbours or {}))
             f.flush()
             os.fsync(f.fileno())
         os.replace(temp, path)

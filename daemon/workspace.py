@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .conflicts import NeighbourCache
+from .neighbour_table import NeighbourTable
 from .database import Database, ModelMismatch
 from .graph import Graph
 from .errors import ToolError, invalid
@@ -60,6 +61,10 @@ class MemoryStore:
         snapshot = None if self.db.ephemeral else \
             vector_snapshot.load(self.db_path, self.model, self.vectors.dim)
         memories, embedded_ids, matrix, read, unembedded = self.db.load_all(snapshot)
+        if snapshot is not None and snapshot.neighbours and not read and not unembedded \
+                and snapshot.rows.keys() == set(embedded_ids):
+            # every embedding is the snapshot's: so are the nearest memories found from them
+            self.neighbours = NeighbourCache(NeighbourTable.from_state(snapshot.neighbours))
         # A row that names this model yet has no embedding lost a deferred one in a crash.
         # (Rows made by hand name none: memory_stats reports them, memory_dream embeds them.)
         lost = [m for m in unembedded if m.embedding_model == self.model]
@@ -102,12 +107,16 @@ class MemoryStore:
                 keep = [i for i, memory_id in enumerate(ids.tolist())
                         if memory_id in self.catalog
                         and self.catalog[memory_id].embedding_model == self.model]
+                table = self.neighbours.table
+                neighbours = table.state() if table is not None and len(keep) == len(ids) \
+                    else None  # its rows may list memories the snapshot leaves out
                 ids, matrix = ids[keep], matrix[keep]  # copies: the views go with the lock
                 memories = [self.catalog[memory_id] for memory_id in ids.tolist()]
                 contents = [m.content for m in memories]
                 texts = [keyword_text(m) for m in memories]
                 terms = [self.keywords.terms_of(m.id) for m in memories]
-            vector_snapshot.save(self.db_path, self.model, ids, contents, matrix, texts, terms)
+            vector_snapshot.save(self.db_path, self.model, ids, contents, matrix, texts, terms,
+                                 neighbours)
 
     @contextmanager
     def reading(self):
@@ -147,7 +156,7 @@ class MemoryStore:
             self.vectors.upsert(memory_id, vector)
         self.timeline.put_many(memories)
         self.keywords.upsert_many(memories)
-        self.neighbours.forget(self, [m.id for m in memories], [])
+        self.neighbours.forget(self, [m.id for m in memories], [], list(embeddings))
 
     def unindexed(self, ids: list[int]) -> None:
         self.version += 1

@@ -4,6 +4,7 @@ those found afresh, with no cache at all."""
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from memnest_daemon.conflicts import NeighbourCache, conflicts
 from memnest_daemon.records import Memory, content_hash, utcnow
@@ -63,17 +64,24 @@ def _fresh(store: MemoryStore, memories: list[Memory], workspace: str) -> dict:
         store.neighbours = kept
 
 
-def test_flags_after_any_writes_equal_flags_found_afresh(tmp_path):
+@pytest.mark.parametrize("workspaces", [("/a", "/b"), ("/a",)])
+def test_flags_after_any_writes_equal_flags_found_afresh(tmp_path, monkeypatch, workspaces):
+    """Two workspaces in one database: entries by memory and workspace. One workspace: the
+    whole database's rows (neighbour_table.py), compared a few vectors at a time."""
+    monkeypatch.setattr("memnest_daemon.neighbour_table.CHUNK", 3)
     store = MemoryStore(str(tmp_path / "memory.lbug"), "model", DIM, 64, 1)
     try:
         next_id, settled, flags_seen = 1, 0, 0
         for round_ in range(40):
-            workspace = "/a" if round_ % 3 else "/b"
-            action = RNG.integers(0, 4)
+            workspace = workspaces[round_ % 3 == 0 and len(workspaces) > 1]
+            action = RNG.integers(0, 5)
             if action == 0 or len(store.catalog) < 8:  # new memories
                 count = int(RNG.integers(1, 4))
                 _write(store, list(range(next_id, next_id + count)), workspace)
                 next_id += count
+            elif action == 4:  # a batch: more than FORGET_ALL_FROM at once
+                _write(store, list(range(next_id, next_id + 40)), workspace)
+                next_id += 40
             elif action == 1:  # rewrite some: new text, new vector, maybe another workspace
                 _write(store, RNG.choice(sorted(store.catalog), 2, replace=False).tolist(),
                        workspace)
@@ -91,7 +99,7 @@ def test_flags_after_any_writes_equal_flags_found_afresh(tmp_path):
                     store.graph.keep_separate(a, b)
                 else:
                     store.graph.add("SUPERSEDES", a, b)
-            for ws in ("/a", "/b"):
+            for ws in workspaces:
                 shown = [m for m in store.catalog.values() if m.workspace == ws][:12]
                 found = conflicts(store, shown, SETTINGS, ws)
                 assert found == _fresh(store, shown, ws), (round_, ws)
@@ -115,15 +123,75 @@ def test_a_write_keeps_the_entries_it_cannot_change(tmp_path):
         store.close()
 
 
+def test_a_write_into_a_one_workspace_database_keeps_every_row(tmp_path, monkeypatch):
+    """Rows of the whole database are kept through writes: after new memories are stored,
+    flags for every memory need a pass over the matrix only for the new ones."""
+    store = MemoryStore(str(tmp_path / "memory.lbug"), "model", DIM, 64, 1)
+    try:
+        _write(store, list(range(1, 61)), "/a")
+        conflicts(store, list(store.catalog.values()), SETTINGS, "/a")
+        asked = []
+        search_many = store.vectors.search_many
+        monkeypatch.setattr(store.vectors, "search_many",
+                            lambda queries, *a, **k: asked.append(len(queries)) or
+                            search_many(queries, *a, **k))
+        _write(store, [61, 62, 63], "/a")  # near many: they enter rows, full or not
+        _write(store, [64 + n for n in range(40)], "/a")  # a batch
+        everything = list(store.catalog.values())
+        found = conflicts(store, everything, SETTINGS, "/a")
+        assert sum(asked) == 43, asked  # the new ones only
+        assert found == _fresh(store, everything, "/a")
+    finally:
+        store.close()
+
+
 def test_the_cache_keeps_at_most_its_limit(tmp_path, monkeypatch):
+    """Entries by memory and workspace (a database shared by workspaces) are bounded."""
     monkeypatch.setattr("memnest_daemon.conflicts.MAX_ENTRIES", 10)
     store = MemoryStore(str(tmp_path / "memory.lbug"), "model", DIM, 64, 1)
     try:
         _write(store, list(range(1, 31)), "/a")
+        _write(store, [31], "/b")
         shown = list(store.catalog.values())
         for first in range(0, 30, 5):
             page = shown[first:first + 5]
             assert conflicts(store, page, SETTINGS, "/a") == _fresh(store, page, "/a")
         assert store.neighbours.size() <= 10
+    finally:
+        store.close()
+
+
+def test_rows_are_saved_with_the_vector_snapshot_and_trusted_only_as_far_as_it(tmp_path,
+                                                                              monkeypatch):
+    """A clean close saves the rows beside the vectors; the next open finds every memory's
+    flags without a pass over the matrix. After a write the snapshot missed (a crash), the
+    rows are found again."""
+    path = str(tmp_path / "memory.lbug")
+    store = MemoryStore(path, "model", DIM, 64, 1)
+    _write(store, list(range(1, 41)), "/a")
+    conflicts(store, list(store.catalog.values()), SETTINGS, "/a")
+    store.close()
+
+    store = MemoryStore(path, "model", DIM, 64, 1)
+    try:
+        assert store.neighbours.table.size() == 40
+        asked = []
+        search_many = store.vectors.search_many
+        monkeypatch.setattr(store.vectors, "search_many",
+                            lambda queries, *a, **k: asked.append(len(queries)) or
+                            search_many(queries, *a, **k))
+        everything = list(store.catalog.values())
+        found = conflicts(store, everything, SETTINGS, "/a")
+        assert asked == []
+        assert found == _fresh(store, everything, "/a") and found
+        _write(store, [7], "/a")  # new text and vector, then no clean close
+    finally:
+        store.db.close()
+
+    store = MemoryStore(path, "model", DIM, 64, 1)
+    try:
+        assert store.neighbours.table is None  # memory 7 changed since the rows were saved
+        everything = list(store.catalog.values())
+        assert conflicts(store, everything, SETTINGS, "/a") == _fresh(store, everything, "/a")
     finally:
         store.close()
