@@ -5,7 +5,7 @@ from itertools import islice
 
 import numpy as np
 
-from .neighbour_table import KEPT, NeighbourTable
+from .neighbour_table import AGREE, DISAGREE, KEPT, UNKNOWN, NeighbourTable
 from .records import Memory
 from .search import SearchFilter, scope_ids
 from .values import value_disagreement
@@ -105,7 +105,7 @@ class NeighbourCache:
         hits = self.hits(key, whole)
         if hits is None:
             return None
-        flags = make(hits)
+        flags = make(hits, self.table.verdicts_of(key[0]) if whole else None)
         with self._lock:
             if len(self._flags) >= MAX_ENTRIES:
                 for oldest in list(islice(self._flags, MAX_ENTRIES // 10)):
@@ -180,20 +180,30 @@ def conflicts(store, memories: list[Memory], settings, workspace: str) -> dict[i
     graph_version = store.graph.version
     for m in memories:
         flagged = cache.flags((m.id, workspace), whole, graph_version,
-                              lambda hits, m=m: _flags(store, m, hits, settings))
+                              lambda hits, verdicts, m=m: _flags(store, m, hits, verdicts,
+                                                                 settings))
         if flagged:
             found[m.id] = flagged
     return found
 
 
-def _flags(store, m: Memory, hits, settings) -> list[dict]:
+def _flags(store, m: Memory, hits, verdicts, settings) -> list[dict]:
+    """`verdicts`: the table's record, entry by entry, of whether the two disagree on a
+    value (filled in here where unknown), or None."""
     found = []
-    for other_id, similarity in hits:
+    for j, (other_id, similarity) in enumerate(hits):
         other = store.catalog.get(other_id)
         if other is None or other_id == m.id or store.graph.kept_separate(m.id, other_id) \
                 or any(rel == "SUPERSEDES" for rel, _, _ in store.graph.between(m.id, other_id)):
             continue
-        if value_disagreement(m.content, other.content):
+        if verdicts is None:
+            disagree = value_disagreement(m.content, other.content)
+        elif verdicts[j] == UNKNOWN:
+            disagree = value_disagreement(m.content, other.content)
+            verdicts[j] = DISAGREE if disagree else AGREE
+        else:
+            disagree = verdicts[j] == DISAGREE
+        if disagree:
             kind = "value_disagreement"
         elif similarity >= settings.conflict_threshold:
             kind = "near_duplicate"

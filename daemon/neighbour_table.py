@@ -25,7 +25,8 @@ KEPT = 11  # a memory's ten nearest others, and itself
 MAINTAIN_UP_TO = 4_000_000
 CHUNK = 64  # written vectors compared at a time
 STATE = ("neighbour_floor", "neighbour_rows", "neighbour_ids", "neighbour_sims",
-         "neighbour_count")  # the arrays state() gives
+         "neighbour_count", "neighbour_verdicts")  # the arrays state() gives
+UNKNOWN, AGREE, DISAGREE = 0, 1, 2  # an entry's verdict: do the two name different values?
 
 
 class NeighbourTable:
@@ -35,6 +36,10 @@ class NeighbourTable:
         self.sims = np.zeros((0, KEPT), dtype=np.float32)
         self.count = np.zeros(0, dtype=np.int64)  # entries of each row
         self.known = np.zeros(0, dtype=bool)
+        # Per entry, whether the two memories disagree on a value (values.py): checking
+        # texts cost more than finding the rows, and it holds while both keep their text
+        # (a new text is a new vector, which takes the memory out of every row).
+        self.verdicts = np.zeros((0, KEPT), dtype=np.int8)
 
     def size(self) -> int:
         return int(self.known.sum())
@@ -48,6 +53,11 @@ class NeighbourTable:
         n = self.count[memory_id]
         return list(zip(self.ids[memory_id, :n].tolist(), self.sims[memory_id, :n].tolist()))
 
+    def verdicts_of(self, memory_id: int) -> np.ndarray:
+        """The row's verdicts (UNKNOWN until someone records one), to read and fill in place.
+        Call right after get() found the row."""
+        return self.verdicts[memory_id, :self.count[memory_id]]
+
     def put(self, memory_id: int, hits: list[tuple[int, float]]) -> None:
         if memory_id <= 0 or len(hits) > KEPT:
             return  # not an id of ours (a foreign row); more than a row holds: not a row
@@ -55,6 +65,7 @@ class NeighbourTable:
         self.count[memory_id] = len(hits)
         self.ids[memory_id, :len(hits)] = [i for i, _ in hits]
         self.sims[memory_id, :len(hits)] = [s for _, s in hits]
+        self.verdicts[memory_id] = UNKNOWN
         self.known[memory_id] = True
 
     def _room(self, size: int) -> None:
@@ -62,6 +73,7 @@ class NeighbourTable:
             self.ids = grown(self.ids, size)
             self.sims = grown(self.sims, size)
             self.count = grown(self.count, size)
+            self.verdicts = grown(self.verdicts, size)
             self.known = grown(self.known, size)
 
     def listing(self, ids) -> np.ndarray:
@@ -90,6 +102,7 @@ class NeighbourTable:
             kept = int(keep.sum())
             self.ids[row, :kept] = self.ids[row, :n][keep]
             self.sims[row, :kept] = self.sims[row, :n][keep]
+            self.verdicts[row, :kept] = self.verdicts[row, :n][keep]
             self.count[row] = kept
         own = np.array([i for i in written if i < len(self.known)], dtype=np.int64)
         self.known[own] = False
@@ -145,14 +158,18 @@ class NeighbourTable:
         all_rows = np.concatenate([old_rows, rows])
         all_ids = np.concatenate([self.ids[affected][placed], ids])
         all_sims = np.concatenate([self.sims[affected][placed], sims.astype(np.float32)])
+        all_verdicts = np.concatenate([self.verdicts[affected][placed],
+                                       np.full(len(ids), UNKNOWN, dtype=np.int8)])
         order = np.lexsort((all_ids, -all_sims, all_rows))
-        all_rows, all_ids, all_sims = all_rows[order], all_ids[order], all_sims[order]
+        all_rows, all_ids, all_sims, all_verdicts = \
+            all_rows[order], all_ids[order], all_sims[order], all_verdicts[order]
         starts = np.flatnonzero(np.concatenate(([True], all_rows[1:] != all_rows[:-1])))
         lengths = np.diff(np.append(starts, len(all_rows)))
         place = np.arange(len(all_rows)) - np.repeat(starts, lengths)
         keep = place < KEPT
         self.ids[all_rows[keep], place[keep]] = all_ids[keep]
         self.sims[all_rows[keep], place[keep]] = all_sims[keep]
+        self.verdicts[all_rows[keep], place[keep]] = all_verdicts[keep]
         self.count[all_rows[starts]] = np.minimum(lengths, KEPT)
 
     # -- kept in the vector snapshot -------------------------------------------------------
@@ -161,17 +178,18 @@ class NeighbourTable:
         """The known rows (copies), to save beside the vectors they were found from."""
         rows = np.flatnonzero(self.known)
         return dict(zip(STATE, (np.array(self.floor, dtype=np.float64), rows, self.ids[rows],
-                                self.sims[rows], self.count[rows])))
+                                self.sims[rows], self.count[rows], self.verdicts[rows])))
 
     @classmethod
     def from_state(cls, state: dict) -> "NeighbourTable | None":
         """The table state() saved, or None if this is not one."""
         try:
             table = cls(float(state["neighbour_floor"]))
-            rows, ids, sims, count = (np.asarray(state[k]) for k in STATE[1:])
+            rows, ids, sims, count, verdicts = (np.asarray(state[k]) for k in STATE[1:])
         except (KeyError, TypeError, ValueError):
             return None
         if ids.shape != (len(rows), KEPT) or sims.shape != ids.shape or \
+                verdicts.shape != ids.shape or verdicts.dtype != np.int8 or \
                 count.shape != rows.shape or (len(rows) and (rows.min() <= 0 or
                                                              count.max() > KEPT)):
             return None
@@ -179,5 +197,6 @@ class NeighbourTable:
             return table
         table._room(int(rows.max()) + 1)
         table.ids[rows], table.sims[rows] = state["neighbour_ids"], state["neighbour_sims"]
-        table.count[rows], table.known[rows] = state["neighbour_count"], True
+        table.count[rows], table.verdicts[rows] = count, verdicts
+        table.known[rows] = True
         return table

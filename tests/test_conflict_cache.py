@@ -8,6 +8,7 @@ import pytest
 
 from memnest_daemon.conflicts import NeighbourCache, conflicts
 from memnest_daemon.records import Memory, content_hash, utcnow
+from memnest_daemon.values import value_disagreement
 from memnest_daemon.workspace import MemoryStore
 
 DIM = 8
@@ -180,9 +181,12 @@ def test_rows_are_saved_with_the_vector_snapshot_and_trusted_only_as_far_as_it(t
         monkeypatch.setattr(store.vectors, "search_many",
                             lambda queries, *a, **k: asked.append(len(queries)) or
                             search_many(queries, *a, **k))
+        checked = []
+        monkeypatch.setattr("memnest_daemon.conflicts.value_disagreement",
+                            lambda a, b: checked.append(1) or value_disagreement(a, b))
         everything = list(store.catalog.values())
         found = conflicts(store, everything, SETTINGS, "/a")
-        assert asked == []
+        assert asked == [] and checked == []  # rows and the texts' verdicts were kept
         assert found == _fresh(store, everything, "/a") and found
         _write(store, [7], "/a")  # new text and vector, then no clean close
     finally:
