@@ -187,6 +187,38 @@ def conflicts(store, memories: list[Memory], settings, workspace: str) -> dict[i
     return found
 
 
+def fill_rows(store, floor: float, limit: int) -> int:
+    """Find the neighbour rows (and their value verdicts) of up to `limit` memories that have
+    none yet, in a database holding one workspace: the housekeeping thread's work while the
+    database is idle, so that after an import or an open without saved rows searches find
+    them known. Returns how many were found (0: nothing left to do). Takes the read lock."""
+    with store.lock.read():
+        if sum(1 for n in store.per_workspace.values() if n > 0) > 1:
+            return 0  # shared by workspaces: entries are found per workspace when asked
+        cache: NeighbourCache = store.neighbours
+        cache.use_floor(floor)
+        table = cache.table
+        ids, _ = store.vectors.rows()
+        known = np.zeros(len(ids), dtype=bool)
+        inside = (ids > 0) & (ids < len(table.known))
+        known[inside] = table.known[ids[inside]]
+        todo = ids[~known & (ids > 0)][:limit].tolist()
+        if not todo:
+            return 0
+        nearest = store.vectors.search_many(np.stack([store.vectors.vector(i) for i in todo]),
+                                            None, KEPT, min_score=floor)
+        catalog = store.catalog
+        for memory_id, hits in zip(todo, nearest):
+            cache.put((memory_id, ""), hits, True)
+            m, verdicts = catalog.get(memory_id), table.verdicts_of(memory_id)
+            for j, (other_id, _) in enumerate(hits):
+                other = catalog.get(other_id)
+                if m is not None and other is not None and other_id != memory_id:
+                    verdicts[j] = DISAGREE if value_disagreement(m.content, other.content) \
+                        else AGREE
+        return len(todo)
+
+
 def _flags(store, m: Memory, hits, verdicts, settings) -> list[dict]:
     """`verdicts`: the table's record, entry by entry, of whether the two disagree on a
     value (filled in here where unknown), or None."""

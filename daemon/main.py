@@ -182,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     _sd_notify("READY=1")
     start_housekeeping(stores, Upkeep(stores, embedder, settings),
-                       settings.idle_close_minutes * 60)
+                       settings.idle_close_minutes * 60,
+                       min(settings.conflict_threshold, settings.conflict_value_floor))
     if args.spawned and idle_exit_minutes > 0:
         _start_idle_exit(server, sock, idle_exit_minutes * 60, connected_clients)
     try:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .conflicts import NeighbourCache
+from .conflicts import NeighbourCache, fill_rows
 from .neighbour_table import NeighbourTable
 from .database import Database, ModelMismatch
 from .graph import Graph
@@ -31,6 +31,13 @@ log = logging.getLogger(__name__)
 # An open that had to read at least this many embeddings from the database writes the
 # vector snapshot at once rather than when the workspace closes.
 SNAPSHOT_AFTER_READING = 1000
+
+# Idle databases get their conflict neighbour rows found in the background: rows for this
+# many memories at a time (under the read lock), for at most FILL_SECONDS per housekeeping
+# tick, once no call has used the database for FILL_AFTER_IDLE_S.
+FILL_ROWS = 64
+FILL_SECONDS = 1.0
+FILL_AFTER_IDLE_S = 2.0
 
 
 class MemoryStore:
@@ -337,6 +344,29 @@ class StoreRegistry:
                     chore()
                 except Exception:
                     log.exception("%s: %s failed", store.db_path, chore.__name__)
+
+    def fill_neighbours(self, floor: float, budget_s: float = FILL_SECONDS) -> int:
+        """Find conflict neighbour rows (conflicts.fill_rows) in databases no call has used
+        for FILL_AFTER_IDLE_S, for at most `budget_s`; stops as soon as a call uses one.
+        Returns how many rows were found."""
+        started, found = time.monotonic(), 0
+        for store in self.stores():
+            while time.monotonic() - started < budget_s:
+                with self._lock:
+                    idle = store.users == 0 and \
+                        time.monotonic() - store.last_used >= FILL_AFTER_IDLE_S
+                    if idle:
+                        store.users += 1  # not closed under our feet
+                if not idle:
+                    break
+                try:
+                    added = fill_rows(store, floor, FILL_ROWS)
+                finally:
+                    self.release(store, used=False)
+                found += added
+                if not added:
+                    break
+        return found
 
     def close_idle(self, idle_seconds: float) -> list[str]:
         """Close databases no call has used for `idle_seconds`; returns their paths."""

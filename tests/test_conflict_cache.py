@@ -199,3 +199,36 @@ def test_rows_are_saved_with_the_vector_snapshot_and_trusted_only_as_far_as_it(t
         assert conflicts(store, everything, SETTINGS, "/a") == _fresh(store, everything, "/a")
     finally:
         store.close()
+
+
+def test_idle_databases_get_their_rows_in_the_background(tmp_path, monkeypatch):
+    """The housekeeping thread finds rows (and value verdicts) for memories that have none,
+    a few at a time, only in databases no call is using; searches then find them known."""
+    from memnest_daemon import workspace as workspace_module
+    from memnest_daemon.workspace import StoreRegistry
+
+    monkeypatch.setattr(workspace_module, "FILL_ROWS", 7)
+    registry = StoreRegistry("model", DIM, 64, 1, 1)
+    try:
+        store = registry.acquire(str(tmp_path), "")
+        _write(store, list(range(1, 51)), str(tmp_path))
+        registry.release(store)
+        floor = min(SETTINGS.conflict_threshold, SETTINGS.conflict_value_floor)
+        assert registry.fill_neighbours(floor) == 0  # just used: left alone
+        store.last_used -= 60
+        held = registry.acquire(str(tmp_path), "")  # a call is using it
+        assert registry.fill_neighbours(floor) == 0
+        registry.release(held, used=False)
+        assert registry.fill_neighbours(floor, budget_s=60) == 50
+        assert store.neighbours.table.size() == 50
+        checked = []
+        monkeypatch.setattr("memnest_daemon.conflicts.value_disagreement",
+                            lambda a, b: checked.append(1) or value_disagreement(a, b))
+        monkeypatch.setattr(store.vectors, "search_many", None)  # must not be needed
+        everything = list(store.catalog.values())
+        found = conflicts(store, everything, SETTINGS, str(tmp_path))
+        assert checked == [] and found
+        monkeypatch.undo()
+        assert found == _fresh(store, everything, str(tmp_path))
+    finally:
+        registry.close_all()
