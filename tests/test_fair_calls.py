@@ -22,6 +22,12 @@ class _Event:
         self.invocation_metadata = ()
 
 
+def _hold(gate: threading.Event, started: threading.Event) -> bool:
+    """Keep a worker until `gate` opens, saying when it has one."""
+    started.set()
+    return gate.wait(10)
+
+
 def test_the_client_is_the_peer_of_the_call_event():
     assert client_of(("run", "fn", _Event(b"unix-abstract:memnest-1-2"), "state")) == \
         "unix-abstract:memnest-1-2"
@@ -36,7 +42,8 @@ def test_a_quiet_client_is_served_before_a_busy_clients_backlog():
     def record(name, _event):
         order.append(name)
 
-    pool.submit(gate.wait)  # holds the only worker while the queues fill
+    pool.submit(_hold, gate, started := threading.Event())
+    started.wait(10)  # the only worker is held while the queues fill
     busy = [pool.submit(record, f"busy{i}", _Event(b"busy")) for i in range(50)]
     quiet = [pool.submit(record, f"quiet{i}", _Event(b"quiet")) for i in range(2)]
     assert pool.waiting() == {"busy": 50, "quiet": 2}
@@ -84,7 +91,8 @@ def test_workers_grow_only_to_the_limit_and_all_calls_run():
 def test_shutdown_can_cancel_what_waits():
     pool = FairExecutor(max_workers=1)
     gate = threading.Event()
-    first = pool.submit(gate.wait, 10)
+    first = pool.submit(_hold, gate, started := threading.Event())
+    started.wait(10)  # running, so not among what shutdown may cancel
     later = pool.submit(print, "never")
     threading.Timer(0.2, gate.set).start()
     pool.shutdown(wait=True, cancel_futures=True)
