@@ -24,6 +24,7 @@ from itertools import repeat
 
 import numpy as np
 
+from .growable import grown
 from .query_analysis import QueryAnalysis, analyse
 from .records import Memory, utcnow
 
@@ -206,9 +207,9 @@ class _Evidence:
         size = int(ids.max(initial=0)) + 1
         if size > len(self._done):
             size = max(size, len(self.neighbours))
-            self._done = _grown(self._done, size)
-            self._total = _grown(self._total, size)
-            self._parts = {name: _grown(values, size) for name, values in self._parts.items()}
+            self._done = grown(self._done, size)
+            self._total = grown(self._total, size)
+            self._parts = {name: grown(values, size) for name, values in self._parts.items()}
         new = ids[~self._done[ids]]
         if len(new):
             new = np.unique(new)
@@ -343,9 +344,3 @@ def _parts_of(columns: dict[str, np.ndarray], j: int) -> dict:
     if found.get("tag") == 0.0:
         del found["tag"]
     return found
-
-
-def _grown(values: np.ndarray, size: int) -> np.ndarray:
-    out = np.zeros(size, dtype=values.dtype)
-    out[:len(values)] = values
-    return out

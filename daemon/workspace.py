@@ -337,12 +337,11 @@ class StoreRegistry:
 
     def _open(self, key: str) -> MemoryStore:
         try:
-            store = MemoryStore(key, *self._open_args)
+            return MemoryStore(key, *self._open_args)
         except ModelMismatch as exc:
             raise ToolError("model_mismatch", str(exc)) from None
         except (OSError, RuntimeError) as exc:
             raise ToolError("storage_error", f"cannot open database {key}: {exc}") from None
-        return store
 
     def flush_deferred(self) -> None:
         """Write what calls left for later: access counts and deferred embeddings."""
