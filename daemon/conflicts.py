@@ -15,6 +15,12 @@ FORGET_ALL_FROM = 32  # a write changing more memories than this forgets every e
 MAX_ENTRIES = 5000  # per store; an entry with its flags' previews holds ~1-5 KB
 
 
+def neighbour_floor(settings) -> float:
+    """The similarity conflict neighbours are found down to: a value disagreement is flagged
+    from conflict_value_floor, a near duplicate from conflict_threshold."""
+    return min(settings.conflict_threshold, settings.conflict_value_floor)
+
+
 def resolutions(a: Memory, b: Memory) -> list[str]:
     newer, older = (a, b) if (a.updated_at, a.id) >= (b.updated_at, b.id) else (b, a)
     return [
@@ -74,7 +80,7 @@ class NeighbourCache:
 
     def put(self, key: tuple[int, str], hits: list[tuple[int, float]], whole: bool) -> None:
         with self._lock:
-            self._flags.pop(key, None)
+            self._flags.pop(key, None)  # made from hits this replaces
             if whole:
                 self.table.put(key[0], hits)
                 return
@@ -82,7 +88,6 @@ class NeighbourCache:
                 for oldest in list(islice(self._hits, MAX_ENTRIES // 10)):
                     self._drop(oldest)
             self._hits[key] = hits
-            self._flags.pop(key, None)  # any left by a reader racing an eviction is stale
             self._workspaces.add(key[1])
             for other_id, _ in hits:
                 self._listed_in.setdefault(other_id, set()).add(key)
@@ -150,9 +155,9 @@ class NeighbourCache:
         """The table's part of forget(): rows keep up with the write; flags go wherever a
         memory they show (its preview, which of two is newer) was written or removed."""
         table = self.table
-        stale = set(table.update(store.vectors, moved, removed))
-        written = set(changed) | set(removed)
-        stale |= written | set(table.listing(written).tolist())
+        stale = set(table.update(store.vectors, moved, removed))  # rows listing those too
+        stale |= set(changed) | set(removed)
+        stale.update(table.listing(set(changed) - set(moved)).tolist())  # previews changed
         if self._flags:
             with self._lock:
                 for key in [key for key in self._flags if key[0] in stale]:
@@ -165,7 +170,7 @@ def conflicts(store, memories: list[Memory], settings, workspace: str) -> dict[i
     id, only those with any. One pass over the vector matrix for those not already known
     (store.neighbours). Read or write lock held."""
     cache: NeighbourCache = store.neighbours
-    cache.use_floor(min(settings.conflict_threshold, settings.conflict_value_floor))
+    cache.use_floor(neighbour_floor(settings))
     scope = workspace_ids(store, workspace)
     whole = scope is None
     todo = [m for m in memories if cache.hits((m.id, workspace), whole) is None]
@@ -199,10 +204,7 @@ def fill_rows(store, floor: float, limit: int) -> int:
         cache.use_floor(floor)
         table = cache.table
         ids, _ = store.vectors.rows()
-        known = np.zeros(len(ids), dtype=bool)
-        inside = (ids > 0) & (ids < len(table.known))
-        known[inside] = table.known[ids[inside]]
-        todo = ids[~known & (ids > 0)][:limit].tolist()
+        todo = ids[~table.known_at(ids) & (ids > 0)][:limit].tolist()
         if not todo:
             return 0
         nearest = store.vectors.search_many(np.stack([store.vectors.vector(i) for i in todo]),
@@ -214,9 +216,19 @@ def fill_rows(store, floor: float, limit: int) -> int:
             for j, (other_id, _) in enumerate(hits):
                 other = catalog.get(other_id)
                 if m is not None and other is not None and other_id != memory_id:
-                    verdicts[j] = DISAGREE if value_disagreement(m.content, other.content) \
-                        else AGREE
+                    _disagree(m, other, verdicts, j)
         return len(todo)
+
+
+def _disagree(m: Memory, other: Memory, verdicts, j: int) -> bool:
+    """Whether the two disagree on a value: entry j of the table's `verdicts` when recorded
+    (recorded here when not), checked afresh when there are none."""
+    if verdicts is not None and verdicts[j] != UNKNOWN:
+        return verdicts[j] == DISAGREE
+    disagree = value_disagreement(m.content, other.content)
+    if verdicts is not None:
+        verdicts[j] = DISAGREE if disagree else AGREE
+    return disagree
 
 
 def _flags(store, m: Memory, hits, verdicts, settings) -> list[dict]:
@@ -228,14 +240,7 @@ def _flags(store, m: Memory, hits, verdicts, settings) -> list[dict]:
         if other is None or other_id == m.id or store.graph.kept_separate(m.id, other_id) \
                 or any(rel == "SUPERSEDES" for rel, _, _ in store.graph.between(m.id, other_id)):
             continue
-        if verdicts is None:
-            disagree = value_disagreement(m.content, other.content)
-        elif verdicts[j] == UNKNOWN:
-            disagree = value_disagreement(m.content, other.content)
-            verdicts[j] = DISAGREE if disagree else AGREE
-        else:
-            disagree = verdicts[j] == DISAGREE
-        if disagree:
+        if _disagree(m, other, verdicts, j):
             kind = "value_disagreement"
         elif similarity >= settings.conflict_threshold:
             kind = "near_duplicate"

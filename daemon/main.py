@@ -150,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     from .embedder import Embedder, ModelUnavailable
     from .service import MemnestService, Runtime
     from .housekeeping import start_housekeeping
+    from .conflicts import neighbour_floor
     from .upkeep import Upkeep
     from .workspace import StoreRegistry
 
@@ -183,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     _sd_notify("READY=1")
     start_housekeeping(stores, Upkeep(stores, embedder, settings),
                        settings.idle_close_minutes * 60,
-                       min(settings.conflict_threshold, settings.conflict_value_floor))
+                       neighbour_floor(settings))
     if args.spawned and idle_exit_minutes > 0:
         _start_idle_exit(server, sock, idle_exit_minutes * 60, connected_clients)
     try:

@@ -76,6 +76,13 @@ class NeighbourTable:
             self.verdicts = grown(self.verdicts, size)
             self.known = grown(self.known, size)
 
+    def known_at(self, ids: np.ndarray) -> np.ndarray:
+        """Whether each of `ids` has a known row."""
+        inside = (ids > 0) & (ids < len(self.known))
+        out = np.zeros(len(ids), dtype=bool)
+        out[inside] = self.known[ids[inside]]
+        return out
+
     def listing(self, ids) -> np.ndarray:
         """The known rows (memory ids) that list any of `ids`."""
         ids = np.fromiter(ids, dtype=np.int64)
@@ -119,10 +126,8 @@ class NeighbourTable:
     def _enter(self, index, moved: list[int]) -> set[int]:
         """Put each of `moved` into every known row it now belongs in."""
         ids, matrix = index.rows()
-        valid = (ids > 0) & (ids < len(self.known))
-        open_rows = np.zeros(len(ids), dtype=bool)  # columns whose row is known
-        open_rows[valid] = self.known[ids[valid]]
-        open_rows &= ~np.isin(ids, moved)  # their own rows were just forgotten
+        # columns whose row is known (those of `moved` were just forgotten)
+        open_rows = self.known_at(ids) & ~np.isin(ids, moved)
         if not open_rows.any():
             return set()
         columns = np.flatnonzero(open_rows)
