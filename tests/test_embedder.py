@@ -32,3 +32,18 @@ def test_batches_keep_their_order_whatever_the_lengths(model):
     for text, vector in zip(texts, together):
         assert np.allclose(vector, model.embed([text])[0], atol=1e-5)
     assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
+
+
+def test_the_session_stops_spinning_after_each_run_and_embeds_as_before(model):
+    """The session is rebuilt with onnxruntime's threads told to stop spinning when a run
+    ends (embedder._stop_spinning_after_runs): the same model, the same vectors."""
+    session = model._model.model.model
+    assert session.get_session_options().get_session_config_entry(
+        "session.force_spinning_stop") == "1"
+    texts = ["the deploy timeout is 30 seconds", "which region hosts staging?"]
+    from fastembed import TextEmbedding  # the session fastembed itself builds, untouched
+    plain = TextEmbedding(model_name=OFFLINE_MODEL,
+                          specific_model_path=str(embedder_module.prepare_offline_model_dir()))
+    expected = np.stack(list(plain.embed(texts)))
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    assert np.allclose(model.embed(texts), expected, atol=1e-6)
