@@ -44,6 +44,7 @@ Run:  make bench-perf                              (= .venv/bin/python bench/per
 """
 import argparse
 import json
+import os
 import shutil
 import sys
 import threading
@@ -79,6 +80,7 @@ from core import (
 from memnest_shims.client import DaemonClient
 
 BARE_SERVER = Path(__file__).resolve().parent / "bare_mcp_server.py"
+PAGE_FILE = "search-page.json"  # a real search result, for the bare server to answer with
 RAW_BATCHES = (8, 16, 32, 64, 128)
 WRITE_BATCH = 500  # MEMORY_MAX_BATCH: the longest single write a client can ask for
 MB = 1024 * 1024
@@ -240,7 +242,8 @@ def shim_params(env: Env, workspace: Path, db_path: Path | None = None) -> Stdio
 
 def bare_params(env: Env) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=[str(BARE_SERVER)],
-                                 env=env.env, cwd=str(env.root))
+                                 env={**env.env, "BARE_PAGE_FILE": str(env.root / PAGE_FILE)},
+                                 cwd=str(env.root))
 
 
 async def spawn_to_tools(env: Env, params: StdioServerParameters) -> float:
@@ -263,14 +266,24 @@ async def idle_rss(env: Env, params: StdioServerParameters, marker: str) -> int 
         return child_rss(marker)
 
 
-def child_rss(marker: str) -> int | None:
+def child_process(marker: str) -> psutil.Process | None:
     for p in psutil.Process().children(recursive=True):
         try:
             if marker in " ".join(p.cmdline()):
-                return p.memory_info().rss
+                return p
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
     return None
+
+
+def child_rss(marker: str) -> int | None:
+    p = child_process(marker)
+    return None if p is None else p.memory_info().rss
+
+
+def cpu_seconds(processes: list[psutil.Process]) -> float:
+    """CPU time used so far by these processes, every thread counted."""
+    return sum(t.user + t.system for t in (p.cpu_times() for p in processes))
 
 
 async def timed_searches(session: ClientSession, queries: list[str],
@@ -294,15 +307,25 @@ async def shim_search(env: Env, params, warmup: list[str], queries: list[str],
         await session.initialize()
         await session.list_tools()
         await timed_searches(session, warmup)
+        # The CPU a search costs the shim and the daemon (the floor's embeddings run here, in
+        # the bench's own process): on 2 cores, 8 clients at once wait >= 8 x this / 2 each.
+        serving = [child_process("memnest-mcp"), *map(psutil.Process, env.daemon_pids())]
+        cpu_before = cpu_seconds(serving)
         distinct = await timed_searches(session, queries, floor)
+        cpu_ms = (cpu_seconds(serving) - cpu_before) * 1000 / len(queries)
         await timed_searches(session, [repeated])  # first sight: fills any cache
+        # a page like the ones timed, for the bare server to carry (bare_calls)
+        page = await session.call_tool("memory_search", {"query": repeated, "top_k": TOP_K})
+        (env.root / PAGE_FILE).write_text(page.content[0].text)
         again = await timed_searches(session, [repeated] * repeats)
         await anyio.sleep(1.0)
-        return {"distinct": distinct, "repeated": again, "shim_rss": child_rss("memnest-mcp")}
+        return {"distinct": distinct, "repeated": again, "shim_rss": child_rss("memnest-mcp"),
+                "page_bytes": len(page.content[0].text.encode()), "cpu_ms": cpu_ms}
 
 
-async def noop_calls(env: Env, queries: list[str]) -> list[float]:
-    """Round trips of the bare server's no-op tool: what an MCP stdio call costs at least."""
+async def bare_calls(env: Env, tool: str, queries: list[str]) -> list[float]:
+    """Round trips of a bare server's tool: `noop`, what an MCP stdio call costs at least;
+    `page`, what carrying a search page costs at least (bare_mcp_server.py)."""
     async with stdio_client(bare_params(env), errlog=env.errlog) as (read, write), \
             ClientSession(read, write) as session:
         await session.initialize()
@@ -310,7 +333,7 @@ async def noop_calls(env: Env, queries: list[str]) -> list[float]:
         times = []
         for q in queries:
             started = time.perf_counter()
-            await session.call_tool("noop", {"query": q})
+            await session.call_tool(tool, {"query": q})
             times.append((time.perf_counter() - started) * 1000)
         return times[len(times) // 10:]  # the first calls warm the SDK's code paths
 
@@ -536,6 +559,10 @@ def phase_search(env: Env, rep: Report, sz: Sizes, embedder, pool: QueryPool, ba
     p50 = pct(run["distinct"], 50)
     rep.add(Figure("search", f"memory_search via shim at {label} memories: p50", p50, "ms", f50,
                    "embed_one p50", p50_limit))
+    share = sz.clients / (os.cpu_count() or 1)
+    rep.add(Figure("concurrency", f"CPU per search at {label}, shim + daemon ({sz.clients} "
+                   f"clients on {os.cpu_count()} cores: each waits >= {share:.0f}x this)",
+                   run["cpu_ms"], "ms", p50, "single-shim p50"))
     rep.add(Figure("search", f"memory_search via shim at {label} memories: p95",
                    pct(run["distinct"], 95), "ms", f50, "embed_one p50", p95_limit))
     # A cache hit skips the embedding: the repeat should save about one embedding.
@@ -545,11 +572,17 @@ def phase_search(env: Env, rep: Report, sz: Sizes, embedder, pool: QueryPool, ba
     grpc = grpc_search_ms(env.client(), base, pool.take(sz.grpc_queries), db)
     rep.add(Figure("search", f"memory_search over gRPC, no shim, at {label}: p50",
                    pct(grpc, 50), "ms", f50, "embed_one p50"))
-    # What MCP stdio alone costs per call: the p50 target cannot be below 1 + this ratio.
-    noop = anyio.run(noop_calls, env, queries)
+    # What MCP stdio alone costs per call, and per call carrying a page like the ones just
+    # returned: the p50 target cannot be below 1 + the second ratio.
+    noop = anyio.run(bare_calls, env, "noop", queries)
     rep.details[f"noop_call_{label}"] = latency(noop)
     rep.add(Figure("search", "no-op tool call on the bare SDK server (MCP stdio floor): p50",
                    pct(noop, 50), "ms", f50, "embed_one p50"))
+    page = anyio.run(bare_calls, env, "page", queries)
+    rep.details[f"page_call_{label}"] = latency(page)
+    rep.add(Figure("search", f"bare SDK server answering with a {run['page_bytes'] / 1000:.0f} KB "
+                   "search page (MCP floor for that result): p50", pct(page, 50), "ms", f50,
+                   "embed_one p50"))
     if run["shim_rss"]:
         rep.details["shim_idle_rss_bytes"] = run["shim_rss"]
     return p50
