@@ -81,9 +81,11 @@ class Database:
         # and those of the transaction in progress when it defers (write lock held for both).
         self._pending: dict[int, np.ndarray] = {}
         self._staged: dict[int, tuple[Memory, np.ndarray]] | None = None
-        self._journal = None if self.ephemeral else RowJournal(path + ".deferred")
+        # The journal of deferred rows is attached once its rows are recovered: the schema's
+        # transaction checkpoints first, and a checkpoint empties the attached journal.
+        self._journal: RowJournal | None = None
         self._ensure_schema(model, dim)
-        self._recover_deferred_rows()
+        self._recover_deferred_rows(None if self.ephemeral else RowJournal(path + ".deferred"))
 
     def _open(self, buffer_pool_mb: int, max_db_gb: int, threads: int) -> lb.Database:
         # max_db_size is reserved as address space per open database: LadybugDB's default
@@ -190,7 +192,7 @@ class Database:
         if pending:
             self._checkpoint(conn)  # the deferred rows, before any big record follows
         conn.execute("BEGIN TRANSACTION")
-        self._staged = None if checkpoint or self.ephemeral else {}
+        self._staged = None if checkpoint or self._journal is None else {}
         journal_size = None
         try:
             if pending:
@@ -231,29 +233,32 @@ class Database:
 
     def _checkpoint(self, conn) -> None:
         conn.execute("CHECKPOINT")
-        self._journal.clear()  # every row is in the database file now
+        if self._journal is not None:
+            self._journal.clear()  # every row is in the database file now
 
-    def _recover_deferred_rows(self) -> None:
+    def _recover_deferred_rows(self, journal: RowJournal | None) -> None:
         """Rows a deferred write committed that a torn WAL lost (row_journal.py) are written
-        again, without embeddings: the store embeds such rows when it loads them."""
-        if self._journal is None:
+        again, without embeddings: the store embeds such rows when it loads them. Then the
+        journal is emptied (after a checkpoint holds every row) and attached."""
+        if journal is None:
             return
-        journaled = self._journal.memories()
+        journaled = journal.memories()
         if journaled:
             present = {r[0] for r in self.rows("MATCH (m:Memory) WHERE m.id IN $ids RETURN m.id",
                                                {"ids": [m.id for m in journaled]})}
             lost = [m for m in journaled if m.id not in present]
-            with self.transaction():
+            with self.transaction():  # checkpointed: rows the WAL replayed are in the file too
                 for m in lost:
                     self.insert(m, None)
             if lost:
                 log.warning("%s: wrote again %d acknowledged memories the WAL lost", self.path,
                             len(lost))
-        self._journal.clear()
+        journal.clear()
+        self._journal = journal
 
     def can_defer(self, memories: list[Memory]) -> bool:
         """Whether writing these rows may leave their embeddings to the next checkpoint."""
-        return not self.ephemeral and len(self._pending) + len(memories) <= DEFER_MAX_ROWS \
+        return self._journal is not None and len(self._pending) + len(memories) <= DEFER_MAX_ROWS \
             and all(len(m.content.encode()) + sum(len(t.encode()) for t in m.tags)
                     <= SMALL_ROW_BYTES for m in memories)
 

@@ -273,3 +273,42 @@ def test_rows_of_a_deferred_write_survive_a_wal_that_cannot_be_replayed(tmp_path
         assert journal.read_bytes() == b""
     finally:
         store.close()
+
+
+def test_deferred_rows_come_back_from_the_journal_when_no_part_of_the_wal_replays(tmp_path):
+    """Rows written without a checkpoint by a process that then dies, and a WAL of which
+    nothing replays (as after a kill -9 during a checkpoint, which left a WAL repeating rows
+    the database file already had: "duplicated primary key"): every row can only come back
+    from the journal. Opening checkpoints before it recovers them (the schema's transaction),
+    and that checkpoint must not empty the journal first."""
+    path = tmp_path / "memory.lbug"
+    subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        import os
+        import numpy as np
+        from memnest_daemon.database import Database
+        from memnest_daemon.records import Memory, content_hash, utcnow
+
+        db = Database({str(path)!r}, "model", 384, 64, 1)
+        now, texts = utcnow(), ["delta release", "epsilon deploy"]
+        rows = [Memory(id=n, content=t, content_hash=content_hash(t), category="decision",
+                       tags=["ops"], importance=4, access_count=0, workspace="/w",
+                       created_at=now, updated_at=now, embedding_model="model")
+                for n, t in enumerate(texts, 1)]
+        for m in rows:
+            with db.transaction(checkpoint=False):  # acknowledged from here on
+                db.insert(m, np.ones(384, dtype=np.float32))
+        os._exit(0)  # kill -9: nothing of close() runs
+    """)], check=True)
+    wal = path.with_name(path.name + ".wal")
+    wal.write_bytes(b"\xff" * wal.stat().st_size)  # not one record of it can be read
+
+    store = MemoryStore(str(path), "model", 384, 64, 1, embed=_fake_embed)
+    try:
+        assert list(tmp_path.glob("memory.lbug.wal.unreplayable-*"))  # the case it is about
+        assert {m.id: (m.content, m.tags, m.importance) for m in store.catalog.values()} == \
+            {1: ("delta release", ["ops"], 4), 2: ("epsilon deploy", ["ops"], 4)}
+        ids, matrix = store.vectors.rows()
+        assert np.allclose(matrix, _fake_embed([store.catalog[i].content
+                                                for i in ids.tolist()]))
+    finally:
+        store.close()
