@@ -247,14 +247,31 @@ class Database:
             present = {r[0] for r in self.rows("MATCH (m:Memory) WHERE m.id IN $ids RETURN m.id",
                                                {"ids": [m.id for m in journaled]})}
             lost = [m for m in journaled if m.id not in present]
-            with self.transaction():  # checkpointed: rows the WAL replayed are in the file too
-                for m in lost:
-                    self.insert(m, None)
+            try:
+                with self.transaction():  # checkpointed: rows the WAL replayed are in the file
+                    for m in lost:
+                        self.insert(m, None)
+            except Exception:
+                # A database file a crash left half checkpointed may refuse some of them (an
+                # id its key index already holds): write the rest one by one, so that the
+                # database still opens.
+                log.exception("%s: writing the journaled rows again failed; trying one by one",
+                              self.path)
+                lost = [m for m in lost if self._write_again(m)]
             if lost:
                 log.warning("%s: wrote again %d acknowledged memories the WAL lost", self.path,
                             len(lost))
         journal.clear()
         self._journal = journal
+
+    def _write_again(self, m: Memory) -> bool:
+        try:
+            with self.transaction():
+                self.insert(m, None)
+            return True
+        except Exception:
+            log.exception("%s: could not write memory %d again", self.path, m.id)
+            return False
 
     def can_defer(self, memories: list[Memory]) -> bool:
         """Whether writing these rows may leave their embeddings to the next checkpoint."""

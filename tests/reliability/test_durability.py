@@ -312,3 +312,33 @@ def test_deferred_rows_come_back_from_the_journal_when_no_part_of_the_wal_replay
                                                 for i in ids.tolist()]))
     finally:
         store.close()
+
+
+def test_a_journaled_row_the_database_refuses_does_not_keep_it_from_opening(tmp_path,
+                                                                           monkeypatch):
+    """A database file a crash left half checkpointed may refuse a row the journal brings
+    back (its key index already holding the id): the others are written, and it opens."""
+    path = tmp_path / "memory.lbug"
+    Database(str(path), "model", 384, 64, 1).close()
+    now = utcnow()
+    rows = [Memory(id=n, content=f"row {n}", content_hash=content_hash(f"row {n}"),
+                   category="general", tags=[], importance=3, access_count=0, workspace="/w",
+                   created_at=now, updated_at=now, embedding_model="model") for n in (5, 6, 7)]
+    journal = RowJournal(str(path) + ".deferred")
+    journal.append(rows)
+    journal.committed()
+    real_insert = Database.insert
+
+    def refusing(db, m, embedding):
+        if m.id == 6:
+            raise RuntimeError("Found duplicated primary key value 6")
+        real_insert(db, m, embedding)
+
+    monkeypatch.setattr(Database, "insert", refusing)
+    db = Database(str(path), "model", 384, 64, 1)
+    monkeypatch.undo()
+    try:
+        assert sorted(r[0] for r in db.rows("MATCH (m:Memory) RETURN m.id")) == [5, 7]
+        assert Path(str(path) + ".deferred").read_bytes() == b""
+    finally:
+        db.close()
