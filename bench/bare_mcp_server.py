@@ -10,6 +10,7 @@ Run by bench/perf.py; by hand: .venv/bin/python bench/bare_mcp_server.py (speaks
 """
 import json
 import os
+from pathlib import Path
 
 import anyio
 import mcp_types as types
@@ -31,7 +32,7 @@ async def list_tools(ctx, params) -> types.ListToolsResult:
 
 def _saved_page() -> dict:
     path = os.environ.get("BARE_PAGE_FILE")
-    return json.loads(open(path).read()) if path else {}
+    return json.loads(Path(path).read_text()) if path else {}
 
 
 async def call_tool(ctx, params) -> types.CallToolResult:
