@@ -5,25 +5,25 @@ serialise writes (see workspace.MemoryStore), so every write here is one transac
 either commits whole or leaves nothing behind.
 """
 import logging
-import os
 import sys
 import threading
-import time
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
 import numpy as np
-import real_ladybug as lb
-from real_ladybug.prepared_statement import PreparedStatement
+import ladybug as lb
+from ladybug.prepared_statement import PreparedStatement
 
 from .records import Memory, content_hash
+from . import integrity, wal_recovery
 from .row_journal import RowJournal
 from .vector_snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = "1"
+ENGINE = f"ladybug {lb.__version__}"  # recorded in Meta; see integrity.py
 MEMORY_COLUMNS = ("id", "content", "content_hash", "category", "tags", "importance",
                   "access_count", "workspace", "created_at", "updated_at", "accessed_at",
                   "embedding_model")
@@ -32,9 +32,8 @@ LOAD_CHUNK = 5000  # rows fetched from the driver at a time when a workspace ope
 FETCH_BY_ID_MAX = 2000  # more missing embeddings than this are read in one scan
 ACCESS_ROWS_PER_STATEMENT = 1000
 PREPARED_PER_CONNECTION = 128  # the daemon's own statements number a few dozen
-# Deferred embeddings (see transaction()): a row is written without a checkpoint only if its
-# WAL record stays well under the ~4 KB LadybugDB 0.15.3 can replay (kill -9 measured: a row
-# with 2,000 bytes of content replayed, one with 3,900 did not).
+# Deferred embeddings (see transaction()): only small rows, so that their journal lines
+# stay short and a crash costs little to embed again.
 SMALL_ROW_BYTES = 2048
 DEFER_MAX_ROWS = 64  # embeddings waiting for the next checkpoint, at most
 
@@ -76,6 +75,7 @@ class Database:
         self._local = threading.local()
         self._prepared_generation = 0
         self._connections: list[lb.Connection] = []
+        self._statement_caches: list[dict[str, PreparedStatement]] = []  # every thread's
         self._connections_lock = threading.Lock()
         # Embeddings of committed rows that the next checkpointed transaction writes, by id;
         # and those of the transaction in progress when it defers (write lock held for both).
@@ -86,37 +86,17 @@ class Database:
         self._journal: RowJournal | None = None
         self._ensure_schema(model, dim)
         self._recover_deferred_rows(None if self.ephemeral else RowJournal(path + ".deferred"))
+        integrity.repair_tags_after_engine_change(self, ENGINE)
 
     def _open(self, buffer_pool_mb: int, max_db_gb: int, threads: int) -> lb.Database:
         # max_db_size is reserved as address space per open database: LadybugDB's default
         # (8 TiB) lets a process hold only 15 databases open at once.
-        def attempt():
-            return lb.Database(None if self.ephemeral else self.path,
-                               buffer_pool_size=buffer_pool_mb * 1024 * 1024,
-                               max_db_size=max_db_gb * 1024 ** 3, max_num_threads=threads)
-        try:
-            return attempt()
-        except Exception as exc:  # LadybugDB raises RuntimeError or its own exception types
-            wal = Path(self.path + ".wal")
-            if self.ephemeral or not wal.exists() or wal.stat().st_size == 0:
-                raise
-            # Every acknowledged write was checkpointed or journaled (see transaction()), so
-            # a WAL that cannot be replayed holds nothing the journal cannot restore. A
-            # torn or zero-filled tail fails in many ways ("Corrupted wal file", "Reading
-            # past the end", "vector with ANY type", a checksum error), so any failure with a
-            # WAL present gets one retry without it.
-            aside = wal.with_name(f"{wal.name}.unreplayable-{int(time.time() * 1000)}")
-            os.replace(wal, aside)
-            try:
-                db = attempt()
-            except Exception:
-                os.replace(aside, wal)  # not the WAL's fault: leave the files as they were
-                raise exc from None
-            log.warning("%s: WAL could not be replayed (%s); set it aside as %s and opened "
-                        "the last checkpoint (acknowledged rows written since come back from "
-                        "the journal of deferred rows)",
-                        self.path, exc, aside.name)
-            return db
+        max_db_size = max_db_gb * 1024 ** 3
+        if not self.ephemeral and wal_recovery.needs_replay(self.path):
+            wal_recovery.replay(self.path, max_db_size)  # in a child: see wal_recovery.py
+        return lb.Database(None if self.ephemeral else self.path,
+                           buffer_pool_size=buffer_pool_mb * 1024 * 1024,
+                           max_db_size=max_db_size, max_num_threads=threads)
 
     # -- connections ---------------------------------------------------------------------
 
@@ -150,15 +130,21 @@ class Database:
         return out
 
     def _prepared(self, conn: lb.Connection, query: str) -> PreparedStatement:
-        """This thread's prepared statement for `query`. real_ladybug 0.15.3 keeps ~50 KB
-        of every statement it prepares for a call with parameters (a 384-float one) until
-        the connection closes: a 10k-memory ingest grew the daemon by 400 MB. Preparing
+        """This thread's prepared statement for `query`. The engine kept ~50 KB of every
+        statement it prepared for a call with parameters until the connection closed (a
+        10k-memory ingest grew the daemon by 400 MB, bench/RESULTS.md item 5). Preparing
         each of the daemon's own statements once per connection keeps it flat, and is
         faster too."""
         cache = getattr(self._local, "prepared", None)
         if cache is None or self._local.prepared_generation != self._prepared_generation:
-            cache = self._local.prepared = {}
-            self._local.prepared_generation = self._prepared_generation
+            with self._connections_lock:
+                if cache is not None:  # this thread's, prepared before a schema change
+                    self._statement_caches.remove(cache)
+                    for old in cache.values():
+                        old.close()
+                cache = self._local.prepared = {}
+                self._local.prepared_generation = self._prepared_generation
+                self._statement_caches.append(cache)
         statement = cache.get(query)
         if statement is None:
             if len(cache) >= PREPARED_PER_CONNECTION:
@@ -176,16 +162,16 @@ class Database:
     def transaction(self, checkpoint: bool = True):
         """One transaction; the caller holds the store's write lock.
 
-        LadybugDB 0.15.3 cannot replay a WAL holding a record of more than a few KB (a
-        384-float embedding is one) after a crash: "Corrupted wal file". So a transaction is
-        checkpointed before it is acknowledged, and a crash can only lose a write that was
-        never acknowledged (_open() sets that WAL aside). A checkpoint costs 10-70 ms as the
-        table grows, so small new rows may defer it instead (`checkpoint=False` after
-        can_defer()): they are written without their embeddings, whose records would be the
-        big ones, and journaled (row_journal.py, for a WAL a crash tore); the embeddings
-        follow in the next checkpointed transaction, which first checkpoints the deferred
-        rows alone. A crash in between leaves those rows without an embedding, and opening
-        the store embeds them again. Writes with no embedding at all (access counts) also
+        A kill -9 can leave a WAL with a torn tail, and some torn tails crash the engine
+        when it replays them; then the whole WAL is set aside (wal_recovery.py). So a
+        transaction is checkpointed before it is acknowledged, and a crash can only lose a
+        write that was never acknowledged. A checkpoint costs 10-70 ms as the table grows,
+        so small new rows may defer it instead (`checkpoint=False` after can_defer()): they
+        are written without their embeddings and journaled (row_journal.py), which brings
+        them back if the WAL is set aside; the embeddings follow in the next checkpointed
+        transaction, which first checkpoints the deferred rows alone. A crash in between
+        leaves those rows without an embedding, and opening the store embeds them again.
+        Writes with no embedding at all (access counts) also
         pass `checkpoint=False`."""
         conn = self._conn()
         pending = self._pending if checkpoint and not self.ephemeral else {}
@@ -288,6 +274,10 @@ class Database:
     def has_pending(self) -> bool:
         return bool(self._pending)
 
+    def pending_embeddings(self) -> dict[int, np.ndarray]:
+        """Embeddings of committed rows that the next checkpointed write stores."""
+        return dict(self._pending)
+
     def write_embeddings(self, embeddings: dict[int, np.ndarray]) -> None:
         self.rows("UNWIND $rows AS r MATCH (m:Memory) WHERE m.id = r.id SET m.embedding = r.e",
                   {"rows": [{"id": i, "e": v.tolist()} for i, v in embeddings.items()]})
@@ -298,6 +288,13 @@ class Database:
         except Exception:  # the rows stay, and the next open embeds them again
             log.exception("writing deferred embeddings on close failed on %s", self.path)
         with self._connections_lock:
+            # A statement still open keeps the database, and its file lock, alive after
+            # close() (ladybug 0.22.0): another process could not open it.
+            for cache in self._statement_caches:
+                for statement in cache.values():
+                    statement.close()
+                cache.clear()
+            self._statement_caches.clear()
             for conn in self._connections:
                 try:
                     conn.close()

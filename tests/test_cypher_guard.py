@@ -6,7 +6,7 @@ marked `real` must really destroy data, so catching them matters); and a sample 
 daemon, where refused queries must leave every memory in place.
 """
 import pytest
-import real_ladybug as lb
+import ladybug as lb
 
 from memnest_daemon import cypher_guard as guard
 from memnest_shims.client import ToolFailure

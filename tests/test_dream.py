@@ -15,7 +15,7 @@ DAY = 86400
 
 def db_edit(workspace, statements: list[tuple[str, dict]]) -> None:
     script = textwrap.dedent(f"""
-        import json, sys, real_ladybug as lb
+        import json, sys, ladybug as lb
         c = lb.Connection(lb.Database({str(workspace / '.memnest' / 'memory.lbug')!r}))
         for query, params in json.loads(sys.stdin.read()):
             c.execute(query, params)
@@ -38,7 +38,7 @@ DUMP_QUERIES = [
 def db_dump(workspace) -> str:
     """Every row that matters, as text, read with the daemon stopped."""
     script = textwrap.dedent(f"""
-        import json, sys, real_ladybug as lb
+        import json, sys, ladybug as lb
         c = lb.Connection(lb.Database({str(workspace / '.memnest' / 'memory.lbug')!r},
                                       read_only=True))
         for query in json.loads(sys.stdin.read()):

@@ -252,7 +252,7 @@ def test_destructive_queries_with_permission_time_limit_and_row_cap(fresh_daemon
 def test_write_audit_sees_what_a_plain_write_must_not_do():
     """The second line of defence behind the lexical guard: a query that passed as a plain
     write is rolled back if it removed or changed anything that existed."""
-    import real_ladybug as lb
+    import ladybug as lb
 
     from memnest_daemon.tools.query import _census, _losses
 
