@@ -54,10 +54,28 @@ def test_unrelate_one_type_or_all(call, three):
     one = call("memory_unrelate", from_id=a, to_id=b, relationship="SUPERSEDES")
     assert one == {"status": "removed",
                    "removed": [{"type": "SUPERSEDES", "from_id": a, "to_id": b}]}
-    everything = call("memory_unrelate", from_id=b, to_id=a)
+    everything = call("memory_unrelate", from_id=b, to_id=a, both_directions=True)
     assert {e["type"] for e in everything["removed"]} == {"RELATED_TO", "EXPLAINS"}
     assert call("memory_get", id=a)["edges"] == []
     assert call("memory_unrelate", from_id=a, to_id=b)["status"] == "not_found"
+
+
+def test_unrelate_removes_only_the_named_direction(call, three):
+    """A SUPERSEDES cycle of two is broken by removing the wrong link and keeping the true
+    one: 5 -> 21 goes, 21 -> 5 stays."""
+    a, b, _ = three
+    call("memory_relate", from_id=a, to_id=b, relationship="SUPERSEDES")
+    closing = call("memory_relate", from_id=b, to_id=a, relationship="SUPERSEDES")
+    assert closing["supersession_cycle"] == sorted([a, b])
+    out = call("memory_unrelate", from_id=a, to_id=b, relationship="SUPERSEDES")
+    assert out["removed"] == [{"type": "SUPERSEDES", "from_id": a, "to_id": b}]
+    assert out["kept_other_direction"] == [{"type": "SUPERSEDES", "from_id": b, "to_id": a}]
+    got = call("memory_get", id=a)
+    assert got["edges"] == [{"type": "SUPERSEDES", "from_id": b, "to_id": a}]
+    assert got["superseded_by"] == [b] and "supersession_cycle" not in got
+    everything = call("memory_unrelate", from_id=a, to_id=b)  # every type, a -> b only
+    assert everything["status"] == "not_found"
+    assert call("memory_get", id=b)["supersedes"] == [a]
 
 
 def test_supersedes_cycle_is_reported(call, three):

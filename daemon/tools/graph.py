@@ -97,29 +97,40 @@ def memory_relate(ctx: ToolContext, args: dict) -> dict:
 
 
 @tool("memory_unrelate",
-      "Remove links between two memories, in either direction: one relationship type, or "
-      "every type when `relationship` is left out. Reports exactly what was removed.",
+      "Remove the links from from_id to to_id: one relationship type, or every type when "
+      "`relationship` is left out. Links the other way (to_id to from_id) stay unless "
+      "`both_directions` is true, so one side of a SUPERSEDES cycle can be removed while the "
+      "true link is kept. Reports exactly what was removed.",
       {"type": "object",
-       "properties": {"from_id": ID, "to_id": ID, "relationship": _RELATION},
+       "properties": {"from_id": ID, "to_id": ID, "relationship": _RELATION,
+                      "both_directions": {"type": "boolean",
+                                          "description": "Also remove links from to_id to "
+                                                         "from_id (default false)."}},
        "required": ["from_id", "to_id"], "additionalProperties": False},
       destructive=True, idempotent=True)
 def memory_unrelate(ctx: ToolContext, args: dict) -> dict:
     a, b = args["from_id"], args["to_id"]
+    directions = {(a, b), (b, a)} if args.get("both_directions") else {(a, b)}
     store = ctx.store
     with store.writing():
         problem = _check_endpoints(ctx, store, args)
         if problem:
             raise (invalid if a == b else not_found)(problem)
-        doomed = [e for e in store.graph.between(a, b)
-                  if args.get("relationship") in (None, e[0])]
+        doomed = [e for e in store.graph.between(a, b) if (e[1], e[2]) in directions
+                  and args.get("relationship") in (None, e[0])]
         if doomed:
             with store.db.transaction() as db:
                 for rel, x, y in doomed:
                     db.remove_edge(rel, x, y)
             for rel, x, y in doomed:
                 store.graph.remove(rel, x, y)
-    return {"status": "removed" if doomed else "not_found",
-            "removed": [{"type": rel, "from_id": x, "to_id": y} for rel, x, y in doomed]}
+        kept = [{"type": rel, "from_id": x, "to_id": y} for rel, x, y in store.graph.between(a, b)
+                if (x, y) == (b, a) and args.get("relationship") in (None, rel)]
+    out = {"status": "removed" if doomed else "not_found",
+           "removed": [{"type": rel, "from_id": x, "to_id": y} for rel, x, y in doomed]}
+    if kept:
+        out["kept_other_direction"] = kept  # so a model does not think they are gone too
+    return out
 
 
 @tool("memory_keep_separate",

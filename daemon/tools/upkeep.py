@@ -1,7 +1,8 @@
-"""Upkeep tools: memory_dream (consolidation) and memory_reindex."""
+"""Upkeep tools: memory_dream (consolidation), memory_reindex and memory_verify."""
 import time
 
 from ..dream import dream
+from ..verify import verify
 from .registry import ToolContext, tool
 
 
@@ -37,3 +38,19 @@ def memory_reindex(ctx: ToolContext, args: dict) -> dict:
                   "keyword_indexed": len(store.keywords)}
     ctx.progress(1, 1, "done")
     return {**counts, "duration_ms": round((time.monotonic() - started) * 1000, 1)}
+
+
+@tool("memory_verify",
+      "Check this workspace's database against everything derived from it (the search "
+      "indexes, the graph, topics and tags, the vector snapshot, the journal of deferred "
+      "writes) and list each mismatch. `repair` fixes what can be fixed from the database "
+      "itself and says what it could not; `quick` skips comparing every stored vector.",
+      {"type": "object",
+       "properties": {"repair": {"type": "boolean"}, "quick": {"type": "boolean"}},
+       "additionalProperties": False},
+      idempotent=True, long_running=True)
+def memory_verify(ctx: ToolContext, args: dict) -> dict:
+    ctx.progress(0, 1, "verifying")
+    report = verify(ctx.store, repair=args.get("repair", False), quick=args.get("quick", False))
+    ctx.progress(1, 1, "done")
+    return report

@@ -1,0 +1,132 @@
+"""memory_verify (and `memnest-ctl verify`): every kind of damage to a database or to what is
+derived from it is reported, `repair` fixes what the database itself can restore, and a
+healthy workspace reports nothing."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from memnest_daemon import vector_snapshot
+from memnest_daemon.records import Memory, content_hash, utcnow
+from memnest_daemon.verify import verify
+from memnest_daemon.workspace import MemoryStore
+
+DIM = 8
+
+
+def _vector(n: int) -> np.ndarray:
+    v = np.random.default_rng(n).normal(size=DIM).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _store_with(tmp_path, count: int = 6) -> MemoryStore:
+    store = MemoryStore(str(tmp_path / "memory.lbug"), "model", DIM, 64, 1,
+                        embed=lambda texts: np.stack([_vector(len(t)) for t in texts]))
+    now = utcnow()
+    memories = []
+    with store.writing():
+        with store.db.transaction() as db:
+            for n in range(1, count + 1):
+                text = f"fact {n} about the component number {n}"
+                m = Memory(id=n, content=text, content_hash=content_hash(text),
+                           category="general", tags=[f"t{n}", "common"], importance=3,
+                           access_count=0, workspace="/w", created_at=now, updated_at=now,
+                           embedding_model="model")
+                db.insert(m, _vector(n))
+                memories.append(m)
+            db.add_edge("RELATED_TO", 1, 2, now)
+            db.add_verdict(3, 4, now)
+            store._next_id = count + 1
+            store.save_next_id()
+        store.indexed(memories, {m.id: _vector(m.id) for m in memories})
+        store.graph.add("RELATED_TO", 1, 2)
+        store.graph.keep_separate(3, 4)
+    return store
+
+
+def _kinds(report: dict) -> set[str]:
+    return set(report["findings"]["by_kind"])
+
+
+def test_a_healthy_store_reports_nothing(tmp_path):
+    store = _store_with(tmp_path)
+    try:
+        report = verify(store)
+        assert report["healthy"] and report["findings"]["count"] == 0, report
+        assert report["checked"]["memories"] == 6
+    finally:
+        store.close()
+
+
+def test_each_kind_of_damage_is_found_and_repaired(tmp_path):
+    store = _store_with(tmp_path)
+    try:
+        db = store.db
+        with db.transaction():
+            # the old engine's damage: another row's tags in this row's list
+            db.rows("MATCH (m:Memory) WHERE m.id = 2 SET m.tags = ['t3', 'common']")
+            db.rows("CREATE (:Topic {name: 'nobody'})")
+            db.rows("CREATE (:GraphSignal {id: 999, pagerank: 1.0, community: 1})")
+            db.rows("CREATE (:SeparateVerdict {pair: '5:998', low: 5, high: 998})")
+            db.set_meta("next_id", "2")
+            db.rows("MATCH (m:Memory) WHERE m.id = 6 SET m.content = 'rewritten behind us'")
+        store.keywords.remove_many([4])
+        store.vectors.upsert(5, _vector(500))  # another vector than the database holds
+        store.catalog[1] = store.catalog[1].copy(importance=5)
+        report = verify(store)
+        assert not report["healthy"]
+        assert {"tags_differ_from_topics", "orphan_topics", "graph_signal_of_deleted_memories",
+                "verdicts_of_deleted_memories", "next_id_behind",
+                "content_differs_from_its_hash", "missing_from_keyword_index",
+                "vector_differs", "catalog_differs"} <= _kinds(report), _kinds(report)
+        quick = verify(store, quick=True)
+        assert "vector_differs" not in _kinds(quick)  # quick reads no embedding
+
+        repaired = verify(store, repair=True)
+        assert _kinds(repaired) == {"content_differs_from_its_hash"}, repaired["findings"]
+        assert repaired["findings"]["items"][0]["repairable"] is False
+        assert repaired["repaired"]["count"] >= 9
+        assert store.catalog[2].tags == ["common", "t2"]
+        assert dict(db.rows("MATCH (m:Memory) WHERE m.id = 2 RETURN m.id, m.tags")) == \
+            {2: ["common", "t2"]}
+        assert store.catalog[1].importance == 3  # the database's, not the stray copy's
+        assert np.allclose(store.vectors.vector(5), _vector(5))
+        assert 4 in store.keywords.ids()
+        assert int(db.meta("next_id")) == 7
+    finally:
+        store.close()
+
+
+def test_a_stale_vector_snapshot_is_found(tmp_path):
+    store = _store_with(tmp_path)
+    try:
+        ids, matrix = store.vectors.rows()
+        memories = [store.catalog[i] for i in ids.tolist()]
+        wrong = matrix.copy()
+        wrong[0] = _vector(777)
+        vector_snapshot.save(store.db_path, store.model, ids, [m.content for m in memories],
+                             wrong, [m.content for m in memories],
+                             [store.keywords.terms_of(m.id) for m in memories], None)
+        assert "snapshot_differs" in _kinds(verify(store))
+        assert verify(store, repair=True)["healthy"]
+        assert not vector_snapshot.path_for(store.db_path).exists()
+    finally:
+        store.close()
+
+
+def test_verify_through_the_daemon_and_the_cli(daemon, call, workspace):
+    first = call("memory_store", content="The build cache lives in /var/cache/build",
+                 tags=["build"])
+    second = call("memory_store", content="Releases are cut from the main branch",
+                  tags=["release", "git"])
+    call("memory_update", id=first["id"], importance=1)
+    call("memory_update", id=first["id"], importance=2, tags=["build", "cache"])
+    call("memory_relate", from_id=first["id"], to_id=second["id"])
+    report = call("memory_verify")
+    assert report["healthy"], report["findings"]
+    ctl = os.path.join(os.path.dirname(sys.executable), "memnest-ctl")
+    done = subprocess.run([ctl, "verify", "--workspace", str(workspace)], env=daemon.env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "healthy" in done.stdout and "2 memories" in done.stdout
