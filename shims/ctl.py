@@ -352,6 +352,39 @@ def cmd_reindex(args) -> None:
               f"keyword index {r['keyword_indexed']} ({r['duration_ms']:.0f} ms)")
 
 
+def cmd_verify(args) -> None:
+    reports = _long_call(args, "memory_verify", {"repair": args.repair, "quick": args.quick})
+    if args.json:
+        views = [{"workspace": w, **r} for w, r in reports]
+        _print_json(views if args.all else views[0])
+    else:
+        for workspace, r in reports:
+            print(verify_summary(workspace, r))
+            for item in r.get("repaired", {}).get("items", []):
+                print(f"  repaired: {item['detail']}")
+            for item in r["findings"]["items"]:
+                fix = "" if item["repairable"] else " (not repairable: see the text)"
+                print(f"  {'FAIL' if not args.repair else 'left'}: {item['detail']}{fix}")
+            hidden = r["findings"]["count"] - len(r["findings"]["items"])
+            if hidden:
+                print(f"  … and {hidden} more ({r['findings']['by_kind']})")
+            if r["findings"]["count"] and not args.repair and \
+                    any(i["repairable"] for i in r["findings"]["items"]):
+                print("  memnest-ctl verify --repair fixes what the database itself can restore")
+    if any(r["findings"]["count"] for _, r in reports):
+        raise SystemExit(1)
+
+
+def verify_summary(workspace: str, r: dict) -> str:
+    checked = r["checked"]
+    what = f"{checked['memories']} memories, {checked['edges']} links"
+    if r["healthy"]:
+        fixed = r.get("repaired", {}).get("count", 0)
+        return (f"{workspace}: healthy ({what}; {r['duration_ms']:.0f} ms"
+                f"{f'; {fixed} findings repaired' if fixed else ''})")
+    return f"{workspace}: {r['findings']['count']} findings ({what})"
+
+
 def cmd_export(args) -> None:
     arguments = {"path": str(Path(args.file).expanduser().resolve())} if args.file else {}
     out = _call(_client(), args, "memory_export", arguments)
@@ -449,7 +482,9 @@ def build_parser() -> argparse.ArgumentParser:
     logs.set_defaults(run=cmd_logs)
 
     for name, run, text in (("dream", cmd_dream, "consolidate memory (memory_dream)"),
-                            ("reindex", cmd_reindex, "rebuild the search indexes")):
+                            ("reindex", cmd_reindex, "rebuild the search indexes"),
+                            ("verify", cmd_verify, "check the database against its indexes, "
+                             "graph, topics and files (exit 1 on a finding)")):
         cmd = sub.add_parser(name, parents=[scoped], help=text)
         cmd.add_argument("--all", action="store_true",
                          help="every workspace the daemon has open")
@@ -457,6 +492,12 @@ def build_parser() -> argparse.ArgumentParser:
             cmd.add_argument("--dry-run", action="store_true",
                              help="report what it would do; change nothing")
             cmd.add_argument("--force", action="store_true", help="run despite the gates")
+        if name == "verify":
+            cmd.add_argument("--repair", action="store_true",
+                             help="fix what the database itself can restore, and say what "
+                                  "could not be fixed")
+            cmd.add_argument("--quick", action="store_true",
+                             help="skip comparing every stored vector")
         cmd.set_defaults(run=run)
 
     sub.add_parser("doctor", parents=[common],

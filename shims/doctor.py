@@ -138,20 +138,23 @@ def _databases(client: DaemonClient, status) -> list[Finding]:
             found.append(Finding(False, f"database {w.db_path}", f"memory_stats failed: {exc}",
                                  "`memnest-ctl logs` shows the cause"))
             continue
-        health = stats.get("index_health") or {}
         detail = f"{stats.get('memories', '?')} memories in {w.workspace}"
-        if health.get("healthy", False):
-            found.append(Finding(True, f"database {w.db_path}", detail + ", indexes healthy"))
+        try:  # a quick verify: the database against its indexes, graph, topics and files
+            report = client.call_tool("memory_verify", {"quick": True}, w.workspace, w.db_path)
+        except (ToolFailure, DaemonUnavailable) as exc:
+            found.append(Finding(False, f"database {w.db_path}", f"memory_verify failed: {exc}",
+                                 "`memnest-ctl logs` shows the cause"))
+            continue
+        if report["healthy"]:
+            found.append(Finding(True, f"database {w.db_path}",
+                                 detail + ", verified healthy (quick)"))
         else:
-            counts = {"rows_in_database", "rows_with_embedding", "memories_in_database",
-                      "vector_indexed", "keyword_indexed"}
-            problems = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in health.items()
-                                 if k not in counts and isinstance(v, int)
-                                 and not isinstance(v, bool) and v)
+            kinds = ", ".join(f"{k.replace('_', ' ')} {n}"
+                              for k, n in report["findings"]["by_kind"].items())
             found.append(Finding(False, f"database {w.db_path}",
-                                 detail + f", indexes unhealthy ({problems or health})",
-                                 "`memnest-ctl stop`: the indexes are rebuilt from the database "
-                                 "when it reopens"))
+                                 detail + f", {report['findings']['count']} findings ({kinds})",
+                                 f"`memnest-ctl verify --workspace {w.workspace}` lists them; "
+                                 "`--repair` fixes what the database itself can restore"))
     return found
 
 

@@ -594,7 +594,7 @@ def test_doctor_all_ok_with_a_healthy_daemon(fresh_daemon, tmp_path, workspace):
     assert names[:6] == ["socket folder", "socket", "daemon", "versions", "model",
                          f"database {workspace / '.memnest' / 'memory.lbug'}"]
     assert names[-3:] == ["log", "memnest-mcp", "service"]
-    assert "indexes healthy" in lines[5]
+    assert "verified healthy" in lines[5]
     assert "editors start memnestd on demand" in lines[-1]
 
 
