@@ -86,10 +86,19 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
     existing = store.vectors.search_many(matrix, pool, 5, min_score=settings.dedup_threshold)
     holder: dict[int, int] = {}  # item index -> the new memory that carries its vector
 
+    def holding(digest: str) -> Memory | None:
+        """The memory whose text (as this batch has left it so far) is this one."""
+        for m, _ in (*new.values(), *changed.values()):
+            if m.content_hash == digest:
+                return m
+        m = store.find_hash(workspace, digest)
+        if m is not None and m.id in changed:
+            return None  # an earlier item merged a fuller wording into it
+        return m
+
     for index, (item, vector) in enumerate(zip(items, vectors)):
         digest = content_hash(item.content)
-        same = next((m for m, _ in new.values() if m.content_hash == digest), None) \
-            or store.find_hash(workspace, digest)
+        same = holding(digest)
         if same is not None:
             target = current(same.id)
             target.importance = min(5, target.importance + 1)

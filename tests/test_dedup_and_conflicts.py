@@ -122,3 +122,17 @@ def test_injection_is_flagged_never_altered(call):
     assert call("memory_get", id=stored["id"])["untrusted_content"]
     clean = call("memory_store", content="We ignore lint warnings in generated code")
     assert "untrusted_content" not in clean
+
+
+def test_a_batch_treats_its_earlier_merges_as_sequential_calls_would(call):
+    """Found by the model test: an item whose text a merge earlier in the same batch had
+    replaced was counted a duplicate of the old wording. Sequential calls merge it."""
+    first = call("memory_store", content="Feature flags are stored in the config service")
+    batch = call("memory_store", items=[
+        {"content": "Feature flags are stored in the central config service under /flags"},
+        {"content": "feature flags are stored in the config service"}])
+    assert [r["status"] for r in batch["results"]] == ["merged", "merged"]
+    assert {r["merged_into"] for r in batch["results"]} == {first["id"]}
+    got = call("memory_get", id=first["id"])
+    assert got["content"] == "Feature flags are stored in the central config service under /flags"
+    assert got["importance"] == 5  # 3 -> max(3, 3) + 1 -> max(4, 3) + 1

@@ -121,6 +121,8 @@ class History(RuleBasedStateMachine):
         STEPS_RUN[tool] += 1
         self.since_restart += 1
         self.writes_since_dream += tool in WRITES
+        if tool in WRITES or tool == "memory_dream":
+            self.agrees = False  # until the check after it passes
         return self.client.call_tool(tool, arguments, str(self.workspace))
 
     def refuse(self, tool: str, **arguments) -> str:
