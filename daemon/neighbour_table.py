@@ -17,6 +17,7 @@ most KEPT (id, similarity) pairs, best first, ties by id. The memory itself is a
 """
 import numpy as np
 
+from . import values
 from .growable import grown
 
 KEPT = 11  # a memory's ten nearest others, and itself
@@ -25,7 +26,7 @@ KEPT = 11  # a memory's ten nearest others, and itself
 MAINTAIN_UP_TO = 4_000_000
 CHUNK = 64  # written vectors compared at a time
 STATE = ("neighbour_floor", "neighbour_rows", "neighbour_ids", "neighbour_sims",
-         "neighbour_count", "neighbour_verdicts")  # the arrays state() gives
+         "neighbour_count", "neighbour_verdicts", "neighbour_rule")  # what state() gives
 UNKNOWN, AGREE, DISAGREE = 0, 1, 2  # an entry's verdict: do the two name different values?
 
 
@@ -183,14 +184,16 @@ class NeighbourTable:
         """The known rows (copies), to save beside the vectors they were found from."""
         rows = np.flatnonzero(self.known)
         return dict(zip(STATE, (np.array(self.floor, dtype=np.float64), rows, self.ids[rows],
-                                self.sims[rows], self.count[rows], self.verdicts[rows])))
+                                self.sims[rows], self.count[rows], self.verdicts[rows],
+                                np.array(values.RULE, dtype=np.int64))))
 
     @classmethod
     def from_state(cls, state: dict) -> "NeighbourTable | None":
         """The table state() saved, or None if this is not one."""
         try:
             table = cls(float(state["neighbour_floor"]))
-            rows, ids, sims, count, verdicts = (np.asarray(state[k]) for k in STATE[1:])
+            rows, ids, sims, count, verdicts = (np.asarray(state[k]) for k in STATE[1:6])
+            rule = int(state.get("neighbour_rule", 0))
         except (KeyError, TypeError, ValueError):
             return None
         if ids.shape != (len(rows), KEPT) or sims.shape != ids.shape or \
@@ -203,5 +206,7 @@ class NeighbourTable:
         table._room(int(rows.max()) + 1)
         table.ids[rows], table.sims[rows] = state["neighbour_ids"], state["neighbour_sims"]
         table.count[rows], table.verdicts[rows] = count, verdicts
+        if rule != values.RULE:  # recorded under another rule: found again when asked
+            table.verdicts[rows] = UNKNOWN
         table.known[rows] = True
         return table

@@ -232,3 +232,18 @@ def test_idle_databases_get_their_rows_in_the_background(tmp_path, monkeypatch):
         assert found == _fresh(store, everything, str(tmp_path))
     finally:
         registry.close_all()
+
+
+def test_saved_verdicts_of_another_value_rule_are_found_again():
+    """A snapshot keeps each neighbour entry's verdict (do the two disagree on a value?);
+    when the rule changes, the rows stay but the verdicts are checked again."""
+    from memnest_daemon import values
+    from memnest_daemon.neighbour_table import DISAGREE, UNKNOWN, NeighbourTable
+    table = NeighbourTable(0.5)
+    table.put(3, [(3, 1.0), (4, 0.9)])
+    table.verdicts_of(3)[1] = DISAGREE
+    state = table.state()
+    assert NeighbourTable.from_state(state).verdicts_of(3)[1] == DISAGREE
+    state["neighbour_rule"] = np.array(values.RULE - 1)
+    again = NeighbourTable.from_state(state)
+    assert again.get(3) == table.get(3) and again.verdicts_of(3)[1] == UNKNOWN

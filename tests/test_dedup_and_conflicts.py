@@ -3,7 +3,7 @@ from memnest_daemon.values import value_disagreement, values
 
 
 def test_value_extraction_units_and_identifiers():
-    assert values("p95 is 500ms") == {"p95", "500ms"}
+    assert values("p95 is 500ms") == {"p95", "0.5s"}  # durations in seconds: 500 ms = 0.5 s
     assert values("p95 latency is 500 ms") == values("The p95 latency is 500ms")
     assert values("timeout is 30 seconds") == values("timeout is 30s")
     assert values("Deploy to us-east-1") == {"us-east-1"}
@@ -11,6 +11,39 @@ def test_value_extraction_units_and_identifiers():
     assert value_disagreement("We use Python 3.11", "We use Python 3.12")
     assert value_disagreement("Deploy to us-east-1", "Deploy to us-west-2")
     assert not value_disagreement("Release 2 ships in May", "Lunch costs 12 dollars")
+
+
+def test_values_without_digits_disagree_and_subjects_that_differ_do_not():
+    """Issue 16's cases: weekdays merged away before, and two components flagged."""
+    assert value_disagreement("The team deploys Atlas on Thursday afternoons.",
+                              "The team deploys Atlas on Friday afternoons.")
+    assert value_disagreement("Never run database migrations on Fridays",
+                              "Always run database migrations on Fridays")
+    assert value_disagreement("Alice owns the billing service", "Bob owns the billing service")
+    assert value_disagreement("Python code uses snake_case names",
+                              "Python code uses camelCase names")
+    assert value_disagreement("The service uses Redis for caching",
+                              "The service does not use Redis for caching")
+    assert value_disagreement("The sync job copies files from S3 to the NAS.",
+                              "The sync job copies files from the NAS to S3.")
+    assert value_disagreement("The cleanup job runs at 3 AM", "The cleanup job runs at 04:00")
+    assert not value_disagreement("The cleanup job runs at 3 AM", "The cleanup job runs at 03:00")
+    assert not value_disagreement("Component B owns queue q1", "Component C owns queue q2")
+    assert value_disagreement("Component B owns queue q1", "Component B owns queue q2")
+    assert not value_disagreement("The staging database runs Postgres 14",
+                                  "The analytics database runs Postgres 16")
+    assert not value_disagreement("Staging deploys happen on Monday.",
+                                  "Production deploys happen on Thursday.")
+
+
+def test_a_weekday_contradiction_is_flagged_not_merged(call):
+    thursday = call("memory_store", content="The team deploys Atlas on Thursday afternoons.")
+    friday = call("memory_store", content="The team deploys Atlas on Friday afternoons.")
+    assert friday["status"] == "stored" and friday["id"] != thursday["id"]
+    assert [c["type"] for c in friday["conflicts"]] == ["value_disagreement"]
+    assert friday["conflicts"][0]["memory_id"] == thursday["id"]
+    assert call("memory_get", id=thursday["id"])["content"].startswith("The team deploys Atlas "
+                                                                       "on Thursday")
 
 
 def test_near_identical_wording_merges_into_the_existing_memory(call):
