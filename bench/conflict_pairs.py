@@ -92,7 +92,8 @@ def main() -> None:
     vb = embedder.embed([p["b"] for p in pairs])
     similarity = [float(x @ y) for x, y in zip(va, vb)]
     threshold = settings.dedup_threshold
-    print(f"{args.corpus.name}: {len(pairs)} pairs ({', '.join(f'{k} {v}' for k, v in sorted(Counter(p['label'] for p in pairs).items()))}); "
+    labels = ", ".join(f"{k} {v}" for k, v in sorted(Counter(p["label"] for p in pairs).items()))
+    print(f"{args.corpus.name}: {len(pairs)} pairs ({labels}); "
           f"merge threshold {threshold}; "
           f"{sum(s >= threshold for s in similarity)} pairs at or above it")
     results = {}

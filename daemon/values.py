@@ -23,8 +23,8 @@ import difflib
 import re
 from functools import lru_cache
 
-SAME_SUBJECT = 0.6  # share of the shorter text's subject words the other must hold
-RULE = 2  # bumped when the rule changes: verdicts recorded under another are found again
+SAME_SUBJECT = 0.5  # share of the shorter text's subject words the other must hold
+RULE = 3  # bumped when the rule changes: verdicts recorded under another are found again
 
 # a token never ends in one of . - / : ("v2." and "v2" are one value)
 _TOKEN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_.\-/:%$€£']*[A-Za-z0-9_%$€£])?")
@@ -69,7 +69,8 @@ for _kind, _words in {
     "size": "tiny small medium large xlarge huge",
     "degree": "low high higher lower minimum maximum",
     "order": "ascending descending asc desc newest oldest",
-    "mode": "sync async synchronous asynchronous blocking nonblocking eager lazy manual "
+    "mode": "sync async synchronous asynchronous synchronously asynchronously blocking "
+            "nonblocking eager lazy manual "
             "automatic automatically manually",
     "visibility": "public private internal external",
     "requirement": "required require requires optional mandatory recommended",
@@ -242,11 +243,20 @@ def _quantity(number: str, unit: str) -> str:
 
 
 def _stem(word: str) -> str:
-    """Enough stemming that "test" and "tests" are one subject word."""
-    for suffix in ("ing", "ies", "es", "ed", "s"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[:-len(suffix)] + ("y" if suffix == "ies" else "")
-    return word
+    """Enough stemming that "test" and "tests", "cache" and "cached" are one word."""
+    if len(word) <= 3:
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "xes", "zes", "ches", "shes")):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    if word.endswith("ing") and len(word) > 5:
+        word = word[:-3]
+    elif word.endswith("ed") and len(word) > 4:
+        word = word[:-2]
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
 
 def values(text: str) -> frozenset[str]:
@@ -320,9 +330,14 @@ def value_disagreement(a: str, b: str) -> bool:
     ("Staging deploys on Monday" / "Production deploys on Thursday"), unless both are
     quantities of one thing ("starts at 02:00 and takes 30 minutes" / "04:00 ... 45")."""
     fa, fb = _facts(a), _facts(b)
+    if _adds(a) or _adds(b):
+        return False  # "also supports Firefox": one more, not another
     differing = _differing(fa[0], fb[0], _all_stems(a), _all_stems(b))
     if len(differing) > 1 and any(kind != "quantity" for kind, _, _ in differing):
         return False
+    subjects_a, subjects_b = _named_subjects(a), _named_subjects(b)
+    if any(x in subjects_a or y in subjects_b for _, x, y in differing):
+        return False  # "Lambda ingest-a has ..." / "Lambda ingest-b has ...": two things
     if not differing:
         if _swapped_values(a, b):
             return True  # from the EU to the US / from the US to the EU
@@ -330,6 +345,25 @@ def value_disagreement(a: str, b: str) -> bool:
             return False
         return _overlap(subject(a), subject(b)) >= 0.8  # one denies the other, and no more
     return same_subject(a, b) and not _swapped_subject_word(a, b)
+
+
+_ADDITIVE = frozenset(("also", "additionally", "another", "additional"))
+_BEFORE_A_VALUE = frozenset("to in at on into onto from via with by as is are was were be "
+                            "uses use".split())
+
+
+def _adds(text: str) -> bool:
+    return not _ADDITIVE.isdisjoint(_tokens(text))
+
+
+@lru_cache(maxsize=4096)
+def _named_subjects(text: str) -> frozenset[str]:
+    """Identifiers a sentence starts with ("Lambda ingest-a has", "Consumer group cg1
+    reads", "the orders-v1 endpoint"): what it is about, not a value it gives."""
+    tokens = [t for t in _tokens(text) if t not in ("a", "an", "the")][:4]
+    kinds = _kinds_of(text)
+    return frozenset(t for k, t in enumerate(tokens) if kinds.get(t) == "identifier"
+                     and (k == 0 or tokens[k - 1] not in _BEFORE_A_VALUE))
 
 
 def _swapped_values(a: str, b: str) -> bool:
@@ -365,7 +399,7 @@ def _swapped_subject_word(a: str, b: str) -> bool:
     "analytics database", "frontend pull requests" / "backend pull requests"): two kinds of
     one thing, whatever their values."""
     ta, tb = _tokens(a), _tokens(b)
-    kinds = {**_kinds_of(a), **_kinds_of(b)}
+    kinds_a, kinds_b = _kinds_of(a), _kinds_of(b)
     matcher = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op != "replace" or i2 - i1 != 1 or j2 - j1 != 1 or i2 >= len(ta) or j2 >= len(tb):
@@ -374,20 +408,23 @@ def _swapped_subject_word(a: str, b: str) -> bool:
         if following != tb[j2] or following in _STOPWORDS or x in _STOPWORDS \
                 or y in _STOPWORDS or x in _NEGATIONS or y in _NEGATIONS:
             continue
-        if _stem(x) != _stem(y) and (kinds.get(x) is None or kinds.get(x) != kinds.get(y)):
+        kind = kinds_a.get(x)
+        if _stem(x) != _stem(y) and (kind is None or kind != kinds_b.get(y)):
             return True
     return False
 
 
+@lru_cache(maxsize=4096)
 def _kinds_of(text: str) -> dict[str, str]:
-    """Each value token of a text (as a token, not canonicalised) and its kind."""
+    """The kind of each token of the text that is a value (as written, lower-cased)."""
     out = {}
-    for token in _tokens(text):
-        if _HAS_DIGIT.search(token):
-            out[token] = "digits"
-    for value, kind in _facts(text)[0]:
-        if not _HAS_DIGIT.search(value):
-            out[value] = "name" if kind == "name?" else kind
+    matches = list(_TOKEN.finditer(text))
+    lowered = [m.group().lower() for m in matches]
+    for i, match in enumerate(matches):
+        value = _value(match.group(), lowered[i], lowered, i,
+                       _starts_sentence(text, match.start()))
+        if value is not None:
+            out[lowered[i]] = "name" if value[1] == "name?" else value[1]
     return out
 
 
