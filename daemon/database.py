@@ -9,14 +9,13 @@ import sys
 import threading
 from contextlib import contextmanager
 from datetime import datetime
-from pathlib import Path
 
 import numpy as np
 import ladybug as lb
 from ladybug.prepared_statement import PreparedStatement
 
 from .records import Memory, content_hash
-from . import integrity, wal_recovery
+from . import db_files, integrity, wal_recovery
 from .row_journal import RowJournal
 from .vector_snapshot import Snapshot
 
@@ -70,7 +69,7 @@ class Database:
         self.dim = dim
         self.ephemeral = path == ":memory:"
         if not self.ephemeral:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            db_files.prepare(path)  # a private folder of ours, no links (db_files.py)
         self._db = self._open(buffer_pool_mb, max_db_gb, threads)
         self._local = threading.local()
         self._prepared_generation = 0

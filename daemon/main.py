@@ -96,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from . import tune_malloc
     tune_malloc()
+    # Every file and folder the daemon or the engine creates is private to this user: memory
+    # texts, logs and exports are readable by nobody else (group and others get nothing).
+    os.umask(0o077)
     # Imported here so that `memnestd --help` stays fast.
     from .server import (AlreadyRunning, DaemonServer, InstanceLock, connected_clients,
                          inherited_listener, listener_path, prepare_socket_dir,

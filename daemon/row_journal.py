@@ -2,7 +2,7 @@
 of our own beside the database until the next checkpoint.
 
 LadybugDB replays such small rows from its WAL after a crash, unless a kill -9 tore the
-WAL's tail: then no part of it replays, and opening sets the whole WAL aside. The journal
+WAL's tail: then it replays only up to the tear, or not at all (wal_recovery.py). The journal
 brings those rows back: one JSON line per deferred write, appended before its commit and
 confirmed by a line after it, each with one write() call; emptied once a checkpoint has put
 the rows in the database file.
@@ -12,6 +12,7 @@ import logging
 import os
 from datetime import datetime
 
+from .db_files import open_private
 from .records import Memory
 
 log = logging.getLogger(__name__)
@@ -54,10 +55,14 @@ class RowJournal:
 
     def cut(self, size: int) -> None:
         """Drop what was appended after `size` (its write rolled back)."""
-        os.truncate(self.path, size)
+        fd = open_private(self.path, os.O_WRONLY)
+        try:
+            os.ftruncate(fd, size)
+        finally:
+            os.close(fd)
 
     def _write(self, data: bytes) -> int:
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = open_private(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             size = os.fstat(fd).st_size
             if os.write(fd, data) != len(data):  # one write() call: all or a torn line
@@ -70,7 +75,7 @@ class RowJournal:
     def memories(self) -> list[Memory]:
         """Every memory of a committed write (a torn or uncommitted last write is skipped)."""
         try:
-            with open(self.path, "rb") as f:
+            with os.fdopen(open_private(self.path, os.O_RDONLY), "rb") as f:
                 lines = f.readlines()
         except FileNotFoundError:
             return []
@@ -89,7 +94,11 @@ class RowJournal:
 
     def clear(self) -> None:
         try:
-            if os.path.getsize(self.path):
-                os.truncate(self.path, 0)
+            fd = open_private(self.path, os.O_WRONLY)
         except FileNotFoundError:
-            pass
+            return
+        try:
+            if os.fstat(fd).st_size:
+                os.ftruncate(fd, 0)
+        finally:
+            os.close(fd)

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .db_files import open_private
+
 log = logging.getLogger(__name__)
 
 SUFFIX = ".vectors.npz"
@@ -129,9 +131,12 @@ def save(db_path: str, model: str, ids: np.ndarray, contents: list[str],
     for row_terms in terms:
         term_ids.extend(vocabulary.setdefault(t, len(vocabulary)) for t in row_terms)
         offsets.append(len(term_ids))
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(temp, flags, 0o600)
+        try:
+            os.unlink(temp)  # a leftover (or a planted link, or a hard link) is not written
+        except FileNotFoundError:
+            pass
+        fd = open_private(str(temp), os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         with os.fdopen(fd, "wb") as f:
             np.savez(f, model=np.array(model), ids=np.asarray(ids, dtype=np.int64),
                      digests=digests, matrix=np.asarray(matrix, dtype=np.float32),

@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from .db_files import open_private
+
 log = logging.getLogger(__name__)
 
 REPLAY_TIMEOUT_S = 300
@@ -66,8 +68,7 @@ def replay(path: str, max_db_size: int) -> str:
     if error is None:
         return "replayed"
     aside = wal.with_name(f"{wal.name}.unreplayable-{int(time.time() * 1000)}")
-    shutil.copyfile(wal, aside)
-    os.chmod(aside, 0o600)
+    _copy_private(wal, aside)
     prefix_error = _replay_in_child(path, False, max_db_size) if wal.exists() else error
     if prefix_error is None:
         log.warning("%s: the WAL could not be replayed whole (%s); replayed every transaction "
@@ -80,6 +81,14 @@ def replay(path: str, max_db_size: int) -> str:
                 "opened the last checkpoint (acknowledged rows written since come back from "
                 "the journal of deferred rows)", path, error, prefix_error, aside.name)
     return "set-aside"
+
+
+def _copy_private(source: Path, target: Path) -> None:
+    """Copy without following a link at either end; the copy is a new 0600 file."""
+    with os.fdopen(open_private(str(source), os.O_RDONLY), "rb") as src, \
+            os.fdopen(open_private(str(target), os.O_WRONLY | os.O_CREAT | os.O_EXCL),
+                      "wb") as dst:
+        shutil.copyfileobj(src, dst)
 
 
 def _replay_in_child(path: str, whole: bool, max_db_size: int) -> str | None:

@@ -19,6 +19,7 @@ import numpy as np
 from .conflicts import NeighbourCache, fill_rows
 from .neighbour_table import NeighbourTable
 from .database import Database, ModelMismatch
+from .db_files import UnsafeLocation, unresolved
 from .graph import Graph
 from .errors import ToolError, invalid
 from .indexes import KeywordIndex, VectorIndex, keyword_text
@@ -298,7 +299,7 @@ class StoreRegistry:
     def acquire(self, workspace: str, db_path: str) -> MemoryStore:
         """The store for a workspace, marked in use until release()."""
         path = database_path(workspace, db_path)
-        key = path if path == ":memory:" else os.path.realpath(path)
+        key = path if path == ":memory:" else unresolved(path)
         with self._lock:
             store = self._stores.get(key)
             if store is None:
@@ -340,6 +341,9 @@ class StoreRegistry:
             return MemoryStore(key, *self._open_args)
         except ModelMismatch as exc:
             raise ToolError("model_mismatch", str(exc)) from None
+        except UnsafeLocation as exc:
+            raise ToolError("permission_denied", f"will not open the database {key}: {exc}") \
+                from None
         except (OSError, RuntimeError) as exc:
             raise ToolError("storage_error", f"cannot open database {key}: {exc}") from None
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from memnest_daemon import vector_snapshot
+from memnest_daemon.db_files import UnsafeLocation
 from memnest_daemon.indexes import KeywordIndex, keyword_text
 from memnest_daemon.records import Memory, content_hash, utcnow
 from memnest_daemon.workspace import MemoryStore
@@ -127,9 +128,16 @@ def test_links_planted_at_the_snapshot_are_not_followed(tmp_path):
     os.symlink(target, snap)
     assert vector_snapshot.load(str(path), MODEL, DIM) is None
     before = target.read_bytes()
+    with pytest.raises(UnsafeLocation, match="symbolic link"):
+        _open(path)  # the database is not opened beside a planted link at all
+    snap.unlink()
     temp = snap.with_name(snap.name + ".tmp")
     os.symlink(tmp_path / "planted-temp", temp)
+    with pytest.raises(UnsafeLocation, match="symbolic link"):
+        _open(path)
+    os.unlink(temp)
     store = _open(path)
+    os.symlink(tmp_path / "planted-temp", temp)  # appears while the database is open
     store.close()  # the temp name is a link: nothing is written through it
     assert target.read_bytes() == before
     assert not (tmp_path / "planted-temp").exists()

@@ -1,0 +1,107 @@
+"""The files of one database on disk, checked before the engine or the daemon touches them.
+
+A workspace may come from a stranger (a cloned repository) and the machine may have other
+users, so `.memnest/` and the files in it are not trusted: a symbolic link planted as
+`memory.lbug.deferred` would have the daemon truncate and append to whatever it points at,
+and a folder another user owns could get such a link at any time. Before a database opens:
+
+- its folder must be a real directory (not a link) owned by this user, in a parent that
+  not every user can write (unless sticky, as /tmp); it is created 0700 when missing
+  (inside an existing parent only), and made 0700 when it was more open;
+- each file the daemon or LadybugDB writes there (the database, its WAL, the journal of
+  deferred rows, the vector snapshot and their temporaries) must be absent, or a regular
+  file owned by this user with no other hard link; it is made 0600.
+
+Anything else is refused with a message that says what to remove. The daemon also runs
+with umask 077, so whatever the engine creates later is private too. Files are written
+with O_NOFOLLOW (`open_private`), so a link that appears anyway is not followed.
+"""
+import os
+import stat
+from pathlib import Path
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+SUFFIXES = ("", ".wal", ".deferred", ".vectors.npz", ".vectors.npz.tmp")
+
+
+def unresolved(path: str) -> str:
+    """`path` with the folders above the database's own folder resolved, and that folder
+    and the file left as named: a link there must be seen by prepare(), not followed."""
+    folder, name = os.path.split(os.path.abspath(path))
+    above, own = os.path.split(folder)
+    return os.path.join(os.path.realpath(above), own, name)
+
+
+class UnsafeLocation(RuntimeError):
+    """The database's folder or one of its files cannot be used safely."""
+
+
+def prepare(db_path: str) -> None:
+    """Check (and create, or make private) the folder and files of the database at
+    `db_path` before it opens. Raises UnsafeLocation."""
+    folder = Path(db_path).parent
+    _private_folder(folder)
+    for suffix in SUFFIXES:
+        _private_file(Path(db_path + suffix))
+
+
+def _private_folder(folder: Path) -> None:
+    try:
+        parent = os.stat(folder.parent)
+    except OSError:
+        parent = None
+    if parent is not None and parent.st_mode & stat.S_IWOTH and \
+            not parent.st_mode & stat.S_ISVTX:
+        raise UnsafeLocation(f"{folder.parent} can be written by every user (mode "
+                             f"{stat.S_IMODE(parent.st_mode):o}): anyone could swap the "
+                             "database folder; use a folder only you can write")
+    try:
+        info = os.lstat(folder)
+    except FileNotFoundError:
+        if not folder.parent.is_dir():
+            raise UnsafeLocation(f"{folder.parent} does not exist; memnest creates only the "
+                                 "database's own folder, inside an existing one") from None
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise UnsafeLocation(f"cannot create {folder}: {exc.strerror}") from None
+        info = os.lstat(folder)
+    if stat.S_ISLNK(info.st_mode):
+        raise UnsafeLocation(f"{folder} is a symbolic link; memnest does not keep a database "
+                             "behind a link (it could point anywhere): remove it, and it is "
+                             "created as a private folder")
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafeLocation(f"{folder} is not a folder; move it away")
+    if info.st_uid != os.geteuid():
+        raise UnsafeLocation(f"{folder} belongs to another user (uid {info.st_uid}), who "
+                             "could plant links in it; remove it or choose another database "
+                             "path")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        os.chmod(folder, 0o700)
+
+
+def _private_file(path: Path) -> None:
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(info.st_mode):
+        raise UnsafeLocation(f"{path} is a symbolic link; memnest never writes through a "
+                             "link in a database folder: remove it")
+    if not stat.S_ISREG(info.st_mode):
+        raise UnsafeLocation(f"{path} is not a regular file; remove it")
+    if info.st_uid != os.geteuid():
+        raise UnsafeLocation(f"{path} belongs to another user (uid {info.st_uid}); remove it")
+    if info.st_nlink > 1:
+        raise UnsafeLocation(f"{path} has another hard link (writing it would change that "
+                             "file too); remove it")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        os.chmod(path, 0o600)
+
+
+def open_private(path: str, flags: int) -> int:
+    """os.open that never follows a link at the last component and creates files 0600."""
+    return os.open(path, flags | _NOFOLLOW | _CLOEXEC, 0o600)
