@@ -389,6 +389,10 @@ class History(RuleBasedStateMachine):
                     else "kept_separate_from" not in m
         self.agrees = True
         if heavy:
+            for r in self.cypher("MATCH (m:Memory) RETURN m.id, m.embedding_model, "
+                                 "m.created_at, m.updated_at, m.access_count"):
+                assert r["m.embedding_model"] == "memnest/all-MiniLM-L6-v2-int8", r
+                assert r["m.created_at"] <= r["m.updated_at"] and r["m.access_count"] >= 0, r
             for memory_id, m in sorted(model.memories.items())[:8]:
                 found = self.call("memory_search", query=m["content"], top_k=20)
                 assert memory_id in [r["id"] for r in found["results"]], m["content"]
