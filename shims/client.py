@@ -4,8 +4,9 @@ memnest-ctl.
 On connecting, the client and the daemon exchange versions (Status). A client newer than the
 daemon asks it to drain and exit, then starts the new memnestd (or lets the service manager
 start it); calls that other clients have in flight complete during the drain, and calls that
-arrive meanwhile are refused as UNAVAILABLE and retried once against the new daemon. A client
-older than the daemon keeps working while their protocol numbers match.
+arrive meanwhile find no daemon to connect to and are sent once more to the new one. A client
+older than the daemon keeps working while their protocol numbers match. A call that reached a
+daemon is never sent twice (see _with_restart).
 """
 import errno
 import fcntl
@@ -28,7 +29,7 @@ from memnest_proto import memnest_pb2_grpc as pb_grpc
 from memnest_proto import paths
 from memnest_proto.version import PROTOCOL_VERSION, VERSION
 
-from .errors import DaemonUnavailable, ToolFailure
+from .errors import DaemonUnavailable, OutcomeUnknown, ToolFailure
 
 log = logging.getLogger("memnest.client")
 
@@ -354,25 +355,51 @@ class DaemonClient:
         return False
 
     def _with_restart(self, call):
-        """Run `call`; if the daemon is gone (crashed, killed, never started), start it and
-        try once more. A call that reached a live daemon is never repeated."""
+        """Run `call`; if the daemon is gone (crashed, killed, never started) before the
+        call reached it, start it and try once more. A call that reached a daemon is never
+        repeated: a daemon that died running it may have died of it, and a write may
+        already have happened; the caller is told the outcome is unknown."""
         try:
             self.ensure_running()
             return call(self._connect())
         except grpc.RpcError as exc:
-            if exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
-                raise DaemonUnavailable("memnestd is busy: it has accepted as many calls as "
-                                        "it will hold at once; retry in a moment") from None
-            if exc.code() != grpc.StatusCode.UNAVAILABLE:
-                raise DaemonUnavailable(f"memnestd failed the call: {exc.code().name}: "
-                                        f"{exc.details()}") from None
+            self._raise_unless_unsent(exc)
         self.close()
         self.ensure_running()
         try:
             return call(self._connect())
         except grpc.RpcError as exc:
-            raise DaemonUnavailable(f"memnestd failed the call after a restart: "
-                                    f"{exc.code().name}: {exc.details()}") from None
+            self._raise_unless_unsent(exc, "after a restart")
+            raise DaemonUnavailable(f"memnestd could not be reached after a restart: "
+                                    f"{exc.details()}") from None
+
+    def _raise_unless_unsent(self, exc: grpc.RpcError, when: str = "") -> None:
+        """Return if the call never reached a daemon (safe to repeat); raise otherwise."""
+        code = exc.code()
+        if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+            raise DaemonUnavailable("memnestd is busy: it has accepted as many calls as "
+                                    "it will hold at once; retry in a moment") from None
+        if code == grpc.StatusCode.UNAVAILABLE and never_sent(exc.details() or ""):
+            return
+        if code != grpc.StatusCode.UNAVAILABLE:
+            raise DaemonUnavailable(f"memnestd failed the call{' ' + when if when else ''}: "
+                                    f"{code.name}: {exc.details()}") from None
+        self.close()  # the next call starts a daemon again
+        raise OutcomeUnknown(
+            "memnestd stopped while it was running this call, so whether it took effect is "
+            "unknown; it was not repeated, since it may be what stopped the daemon. Check "
+            "with memory_get, memory_list or memory_search before calling it again; the next "
+            "call starts the daemon again") from None
+
+
+# What gRPC reports when a call could not even be sent: no daemon listens on the socket.
+_NOT_SENT = ("failed to connect", "connect failed", "connection refused",
+             "no such file or directory")
+
+
+def never_sent(details: str) -> bool:
+    lowered = details.lower()
+    return any(marker in lowered for marker in _NOT_SENT)
 
 
 def _last_line(path: Path) -> str:

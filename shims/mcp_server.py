@@ -16,7 +16,7 @@ from memnest_proto.version import VERSION
 
 from . import lean_mcp
 from . import workspace as ws
-from .errors import DaemonUnavailable, ToolFailure
+from .errors import DaemonUnavailable, OutcomeUnknown, ToolFailure
 from .render import render, response_format
 
 Server, stdio_server = lean_mcp.load()
@@ -99,6 +99,8 @@ class Shim:
                                                        self.db_path, on_progress))
         except ToolFailure as exc:
             return _error(f"{exc.code}: {exc.message}")
+        except OutcomeUnknown as exc:
+            return _error(f"outcome_unknown: {exc}")
         except DaemonUnavailable as exc:
             return _error(f"memnest daemon unavailable: {exc}")
         if isinstance(result, dict) and isinstance(result.get("session"), dict):
