@@ -359,6 +359,8 @@ class DaemonClient:
         call reached it, start it and try once more. A call that reached a daemon is never
         repeated: a daemon that died running it may have died of it, and a write may
         already have happened; the caller is told the outcome is unknown."""
+        if self._checked_pid is not None and not _alive(self._checked_pid):
+            self.close()  # it died since the last call: this one goes to a new daemon
         try:
             self.ensure_running()
             return call(self._connect())
@@ -390,6 +392,21 @@ class DaemonClient:
             "unknown; it was not repeated, since it may be what stopped the daemon. Check "
             "with memory_get, memory_list or memory_search before calling it again; the next "
             "call starts the daemon again") from None
+
+
+def _alive(pid: int) -> bool:
+    """The process runs (a zombie no longer does)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except OSError:
+        return True  # no /proc (macOS): kill(0) is all there is
 
 
 # What gRPC reports when a call could not even be sent: no daemon listens on the socket.

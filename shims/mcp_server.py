@@ -4,8 +4,10 @@ memnestd.
 Its tools are data fetched from the daemon, not functions defined here, so it uses the SDK's
 low-level server. It exits when its client closes stdin; the daemon stays for other clients.
 """
+import io
 import json
 import logging
+import sys
 import warnings
 
 import anyio
@@ -14,12 +16,13 @@ import mcp_types as types
 
 from memnest_proto.version import VERSION
 
-from . import lean_mcp
+from . import jsonrpc_guard, lean_mcp
 from . import workspace as ws
 from .errors import DaemonUnavailable, OutcomeUnknown, ToolFailure
 from .render import render, response_format
 
 Server, stdio_server = lean_mcp.load()
+from mcp.shared.message import SessionMessage  # noqa: E402 (after the lean import above)
 log = logging.getLogger("memnest-mcp")
 ROOTS_TIMEOUT_S = 2.0
 
@@ -130,7 +133,17 @@ async def serve(warmup) -> None:
                     instructions="Persistent memory for this project: search it before you "
                                  "answer, store decisions, preferences and lessons as you go.",
                     on_list_tools=shim.list_tools, on_call_tool=shim.call_tool)
-    async with stdio_server() as (read_stream, write_stream):
+    replies = {}
+
+    async def refuse(request_id, message: str) -> None:
+        error = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(
+            code=jsonrpc_guard.INVALID_REQUEST, message=message))
+        await replies["stream"].send(SessionMessage(error))
+
+    stdin = jsonrpc_guard.DepthGuardedLines(
+        anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")), refuse)
+    async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+        replies["stream"] = write_stream
         await server.run(read_stream, write_stream, server.create_initialization_options())
     warmup.close()
 
