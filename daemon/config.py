@@ -92,6 +92,7 @@ class Settings:
     query_timeout_s: float
     dream: DreamSettings
     graph_max_nodes: int
+    output_dir: str  # where tools may write files besides a workspace's .memnest/
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -124,4 +125,5 @@ class Settings:
             query_timeout_s=max(0.1, _float("MEMORY_QUERY_TIMEOUT_S", 10)),
             dream=DreamSettings.from_env(),
             graph_max_nodes=max(1, _int("MEMORY_GRAPH_MAX_NODES", 2000)),
+            output_dir=os.path.expanduser(os.environ.get("MEMNEST_OUTPUT_DIR", "").strip()),
         )

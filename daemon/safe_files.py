@@ -5,8 +5,10 @@ The rules:
   and no symbolic link anywhere on the way. Each directory is opened relative to the one
   before with O_NOFOLLOW, so a link planted in `.memnest/` (or anywhere else in the tree) is
   refused rather than followed, and nothing can swap a component between check and use.
-- An absolute path is the caller's explicit choice and may point anywhere the daemon's user
-  may write. If it lies inside the workspace, the workspace rules apply to it all the same.
+- Files are written only under the workspace's `.memnest/`, or under MEMNEST_OUTPUT_DIR
+  when the daemon's user set one (an absolute path there). A path read (an import) may be
+  absolute and point anywhere the daemon's user may read. A path inside the workspace
+  follows the workspace rules however it is written.
 - Writes go to a new temporary file in the target directory (O_EXCL, mode 0600) that then
   replaces the target atomically: a reader never sees half a file, and an existing symbolic
   link is never written through. An existing file is replaced only if it is one of ours
@@ -129,11 +131,18 @@ def _storage_error(what: str, loc: Location, exc: OSError) -> ToolError:
     return ToolError("storage_error", f"cannot {what} {loc.shown}: {exc.strerror or exc}")
 
 
+OWN_FOLDER = ".memnest"
+
+
 def write_file(workspace: str, path: str | None, default: str, data: bytes,
-               signature: bytes, kind: str) -> str:
+               signature: bytes, kind: str, output_dir: str = "") -> str:
     """Write `data` atomically (mode 0600); returns the absolute path written. An existing
-    file is replaced only if it starts with `signature` (an earlier file of the same kind)."""
+    file is replaced only if it starts with `signature` (an earlier file of the same kind).
+    Files are written only under the workspace's own folder (.memnest/) or under
+    `output_dir` (MEMNEST_OUTPUT_DIR, the user's choice): a tool call steered by text the
+    agent read must not create files anywhere else."""
     loc = locate(workspace, path, default)
+    _check_confined(loc, workspace, kind, output_dir)
     try:
         dir_fd = _open_parent(workspace, loc, create=loc.inside)
     except ToolError:
@@ -172,6 +181,22 @@ def write_file(workspace: str, path: str | None, default: str, data: bytes,
                 pass
         os.close(dir_fd)
     return loc.shown
+
+
+def _check_confined(loc: Location, workspace: str, kind: str, output_dir: str) -> None:
+    if loc.inside and loc.walk[:1] == [OWN_FOLDER]:
+        return
+    if output_dir and not loc.inside:
+        allowed = os.path.realpath(output_dir)
+        parent = os.path.realpath(loc.parent)
+        if parent == allowed or parent.startswith(allowed.rstrip(os.sep) + os.sep):
+            return
+    where = f"{os.path.join(workspace, OWN_FOLDER)}/" + \
+        (f" or under MEMNEST_OUTPUT_DIR ({output_dir})" if output_dir else "")
+    raise ToolError("permission_denied",
+                    f"memnest writes a {kind} only under {where}, not to {loc.shown}; give a "
+                    f"path such as {OWN_FOLDER}/{loc.name}, then copy the file where you want "
+                    "it (the daemon's user may set MEMNEST_OUTPUT_DIR to allow a folder)")
 
 
 def _check_replaceable(dir_fd: int, loc: Location, signature: bytes, kind: str) -> None:

@@ -5,6 +5,7 @@ line on stderr saying why.
 """
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -385,14 +386,32 @@ def verify_summary(workspace: str, r: dict) -> str:
     return f"{workspace}: {r['findings']['count']} findings ({what})"
 
 
+EXPORT_SIGNATURE = b'{\n "format": "memnest-export"'  # how an export file starts
+
+
 def cmd_export(args) -> None:
-    arguments = {"path": str(Path(args.file).expanduser().resolve())} if args.file else {}
-    out = _call(_client(), args, "memory_export", arguments)
+    target = Path(args.file).expanduser().absolute() if args.file else None
+    if target is not None and target.exists() and not _is_export(target):
+        raise Failure(f"{target} exists and is not a memnest export; it is left as it is")
+    out = _call(_client(), args, "memory_export", {})
+    if target is not None:
+        # The daemon writes only under the workspace's .memnest/; this command, run by the
+        # user, moves the file where the user asked.
+        shutil.move(out["path"], target)
+        out["path"] = str(target)
     if args.json:
         _print_json(out)
         return
     print(f"wrote {out['memories']} memories, {out['edges']} links and "
           f"{out['keep_separate']} keep-separate verdicts to {out['path']}")
+
+
+def _is_export(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(EXPORT_SIGNATURE)) == EXPORT_SIGNATURE
+    except OSError:
+        return False
 
 
 def cmd_import(args) -> None:

@@ -219,28 +219,35 @@ def test_paths_may_not_leave_the_workspace(call, source, workspace, tmp_path):
         call("memory_export", path=str(workspace / ".memnest" / "planted.json"))
 
     # A file that is not an earlier export is never overwritten.
-    (workspace / "README.md").write_text("# my project\n")
+    (workspace / ".memnest" / "notes.txt").write_text("my notes\n")
     with pytest.raises(ToolFailure) as clobber:
-        call("memory_export", path="README.md")
+        call("memory_export", path=".memnest/notes.txt")
     assert "not a memory export" in clobber.value.message
-    assert (workspace / "README.md").read_text() == "# my project\n"
+    assert (workspace / ".memnest" / "notes.txt").read_text() == "my notes\n"
 
-    # An absolute path outside the workspace is the caller's explicit choice.
-    exported = call("memory_export", path=str(outside / "backup.json"))
-    assert exported["path"] == str(outside / "backup.json") and exported["memories"]
-    again = call("memory_export", path=str(outside / "backup.json"))  # replaces its own file
-    assert again["path"] == exported["path"]
-    assert list(outside.glob(".*.tmp")) == []
-    nested = call("memory_export", path="backups/today.json")
-    assert Path(nested["path"]) == workspace / "backups" / "today.json"
+    # Files are written only under .memnest/: not elsewhere in the workspace, not outside.
+    (workspace / "README.md").write_text("# my project\n")
+    for path in ("README.md", "backups/today.json", str(outside / "backup.json"),
+                 str(workspace / "x.json")):
+        with pytest.raises(ToolFailure) as confined:
+            call("memory_export", path=path)
+        assert confined.value.code == "permission_denied", path
+        assert ".memnest" in confined.value.message
+    assert list(outside.iterdir()) == [victim] and not (workspace / "backups").exists()
+    assert (workspace / "README.md").read_text() == "# my project\n"
+    nested = call("memory_export", path=".memnest/backups/today.json")
+    assert Path(nested["path"]) == workspace / ".memnest" / "backups" / "today.json"
+    again = call("memory_export", path=".memnest/backups/today.json")  # replaces its own file
+    assert again["path"] == nested["path"]
+    assert list((workspace / ".memnest" / "backups").glob(".*.tmp")) == []
 
 
 def test_workspace_paths_only_when_asked(call, source, workspace):
-    with_paths = call("memory_export", path="with.json", include_workspace_paths=True)
+    with_paths = call("memory_export", path=".memnest/with.json", include_workspace_paths=True)
     doc = json.loads(Path(with_paths["path"]).read_text())
     assert doc["workspace"] == str(workspace)
     assert {m["workspace"] for m in doc["memories"]} == {str(workspace)}
-    without = call("memory_export", path="without.json")
+    without = call("memory_export", path=".memnest/without.json")
     assert str(workspace) not in Path(without["path"]).read_text()
 
 

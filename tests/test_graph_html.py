@@ -299,8 +299,8 @@ def test_page_draws_in_chromium_escapes_user_text_and_stays_offline(
 
 
 def test_user_text_is_escaped_in_the_file_itself(call, hostile_graph, workspace):
-    page = Path(call("memory_graph_html", path="view/graph.html")["path"])
-    assert page == workspace / "view" / "graph.html"
+    page = Path(call("memory_graph_html", path=".memnest/view/graph.html")["path"])
+    assert page == workspace / ".memnest" / "view" / "graph.html"
     html = page.read_text(encoding="utf-8")
     assert html.count("<script") == 2 and html.count("</script") == 2
     assert "<img" not in html and "<b>" not in html and "<!--<" not in html
@@ -315,15 +315,27 @@ def test_user_text_is_escaped_in_the_file_itself(call, hostile_graph, workspace)
     assert {m["content"] for m in data["memories"]} >= {c for c, _ in HOSTILE}
     assert str(workspace) not in html
     # The same call again replaces its own page; an unrelated file is never overwritten.
-    call("memory_graph_html", path="view/graph.html")
-    (workspace / "index.html").write_text("<p>mine</p>")
+    call("memory_graph_html", path=".memnest/view/graph.html")
+    (workspace / ".memnest" / "index.html").write_text("<p>mine</p>")
     with pytest.raises(ToolFailure) as clobber:
-        call("memory_graph_html", path="index.html")
+        call("memory_graph_html", path=".memnest/index.html")
     assert "not a graph page" in clobber.value.message
-    assert (workspace / "index.html").read_text() == "<p>mine</p>"
+    assert (workspace / ".memnest" / "index.html").read_text() == "<p>mine</p>"
     with pytest.raises(ToolFailure) as up:
         call("memory_graph_html", path="../graph.html")
     assert ".." in up.value.message
+
+
+def test_pages_are_written_only_under_the_workspaces_own_folder(call, hostile_graph,
+                                                                 workspace, tmp_path):
+    """A call once created /etc/passwd.html: a page goes under .memnest/ and nowhere else."""
+    for path in ("/etc/passwd.html", str(tmp_path / "page.html"), "index.html",
+                 str(workspace / "docs" / "graph.html")):
+        with pytest.raises(ToolFailure) as refused:
+            call("memory_graph_html", path=path)
+        assert refused.value.code == "permission_denied" and ".memnest" in refused.value.message
+    assert not os.path.exists("/etc/passwd.html") and not (tmp_path / "page.html").exists()
+    assert not (workspace / "index.html").exists()
 
 
 def test_empty_workspace_and_node_limits(call, hostile_graph):
@@ -368,7 +380,7 @@ def test_setting_caps_the_graph_and_the_tool_works_through_the_shim(fresh_daemon
             tools = {t.name for t in (await session.list_tools()).tools}
             assert {"memory_graph_html", "memory_export", "memory_import"} <= tools
             exported = result_json(await session.call_tool("memory_export",
-                                                           {"path": "shim.json"}))
+                                                           {"path": ".memnest/shim.json"}))
             assert exported["memories"] == 4
             refused = await session.call_tool("memory_graph_html", {})
             assert "MEMORY_GRAPH_MAX_NODES" in error_text(refused)

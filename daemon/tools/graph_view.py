@@ -14,13 +14,13 @@ DEFAULT_PATH = ".memnest/graph.html"
 @tool("memory_graph_html",
       "Draw this workspace's memories, their topics and links as one self-contained, "
       "interactive HTML page (opens offline in any browser; click a node for its details). "
-      "`path` is taken from the workspace (default .memnest/graph.html); an absolute path "
-      "may point elsewhere. Refuses graphs with more nodes than MEMORY_GRAPH_MAX_NODES.",
+      "It is written under the workspace's .memnest/ folder (default .memnest/graph.html). "
+      "Refuses graphs with more nodes than MEMORY_GRAPH_MAX_NODES.",
       {"type": "object",
        "properties": {
            "path": {"type": "string", "minLength": 1, "maxLength": 4096,
-                    "description": "File to write: relative to the workspace (may not leave "
-                                   "it), or absolute."},
+                    "description": "File to write, under .memnest/ in the workspace (or "
+                                   "under MEMNEST_OUTPUT_DIR when the user set one)."},
            "max_nodes": {"type": "integer", "minimum": 1, "maximum": 10**9,
                          "description": "Refuse above this many nodes (memories + topics); "
                                         "at most MEMORY_GRAPH_MAX_NODES, which is the "
@@ -70,7 +70,7 @@ def memory_graph_html(ctx: ToolContext, args: dict) -> dict:
         }
     page = render(data)
     path = write_file(ctx.workspace, args.get("path"), DEFAULT_PATH, page, SIGNATURE,
-                      "graph page")
+                      "graph page", ctx.settings.output_dir)
     return {"path": path, "url": Path(path).as_uri(), "nodes": nodes,
             "memories": len(memories), "topics": len(topics), "edges": len(edges),
             "keep_separate": len(separate), "bytes": len(page)}

@@ -43,14 +43,14 @@ def _time(ts: datetime | None) -> str | None:
 
 @tool("memory_export",
       "Write this workspace's memories, their links and keep-separate verdicts to a portable "
-      "JSON file (a backup, or to move them to another project with memory_import). `path` "
-      "is taken from the workspace (default .memnest/exports/memories-<time>.json); an "
-      "absolute path may point elsewhere. Workspace paths are left out unless "
-      "include_workspace_paths is true.",
+      "JSON file (a backup, or to move them to another project with memory_import), written "
+      "under the workspace's .memnest/ folder (default .memnest/exports/memories-<time>.json). "
+      "Workspace paths are left out unless include_workspace_paths is true.",
       {"type": "object",
        "properties": {
-           "path": {**PATH, "description": "File to write: relative to the workspace (may not "
-                                           "leave it), or absolute."},
+           "path": {**PATH, "description": "File to write, under .memnest/ in the workspace "
+                                           "(or under MEMNEST_OUTPUT_DIR when the user set "
+                                           "one)."},
            "include_workspace_paths": {"type": "boolean",
                                        "description": "Record the workspace's absolute path "
                                                       "in the file (default false)."},
@@ -87,7 +87,7 @@ def memory_export(ctx: ToolContext, args: dict) -> dict:
     assert data.startswith(SIGNATURE)
     default = f"{DEFAULT_DIR}/memories-{datetime.now(timezone.utc):%Y%m%d-%H%M%S-%f}.json"
     path = write_file(ctx.workspace, args.get("path"), default, data, SIGNATURE,
-                      "memory export")
+                      "memory export", ctx.settings.output_dir)
     return {"path": path, "format": FORMAT, "version": VERSION_1, **doc["counts"],
             "bytes": len(data), "includes_workspace_paths": with_paths}
 
