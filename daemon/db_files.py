@@ -6,11 +6,12 @@ users, so `.memnest/` and the files in it are not trusted: a symbolic link plant
 and a folder another user owns could get such a link at any time. Before a database opens:
 
 - its folder must be a real directory (not a link) owned by this user, in a parent that
-  not every user can write (unless sticky, as /tmp); it is created 0700 when missing
-  (inside an existing parent only), and made 0700 when it was more open;
+  not every user can write (unless sticky, as /tmp); only a workspace's own `.memnest/` is
+  created (0700) when missing, and it is made 0700 when it was more open;
 - each file the daemon or LadybugDB writes there (the database, its WAL, the journal of
   deferred rows, the vector snapshot and their temporaries) must be absent, or a regular
-  file owned by this user with no other hard link; it is made 0600.
+  file owned by this user with no other hard link; it is made 0600. The database file
+  itself must be a LadybugDB database if it exists: no other file is written over.
 
 Anything else is refused with a message that says what to remove. The daemon also runs
 with umask 077, so whatever the engine creates later is private too. Files are written
@@ -23,6 +24,8 @@ from pathlib import Path
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 SUFFIXES = ("", ".wal", ".deferred", ".vectors.npz", ".vectors.npz.tmp")
+MAGIC = b"LBUG"  # how every LadybugDB database file starts
+OWN_FOLDER = ".memnest"
 
 
 def unresolved(path: str) -> str:
@@ -44,6 +47,22 @@ def prepare(db_path: str) -> None:
     _private_folder(folder)
     for suffix in SUFFIXES:
         _private_file(Path(db_path + suffix))
+    _database_or_nothing(Path(db_path))
+
+
+def _database_or_nothing(path: Path) -> None:
+    """An existing file at the database's path must be a LadybugDB database: another file
+    (or an empty one anywhere but memnest's own folder) is never turned into one."""
+    try:
+        with open(path, "rb") as f:  # a regular file of ours: checked above
+            head = f.read(len(MAGIC))
+    except FileNotFoundError:
+        return
+    if head == MAGIC or (not head and path.parent.name == OWN_FOLDER):
+        return
+    what = "an empty file" if not head else "not a LadybugDB database"
+    raise UnsafeLocation(f"{path} exists and is {what}; memnest will not write a database "
+                         "over it. Choose another database path, or remove the file")
 
 
 def _private_folder(folder: Path) -> None:
@@ -59,9 +78,10 @@ def _private_folder(folder: Path) -> None:
     try:
         info = os.lstat(folder)
     except FileNotFoundError:
-        if not folder.parent.is_dir():
-            raise UnsafeLocation(f"{folder.parent} does not exist; memnest creates only the "
-                                 "database's own folder, inside an existing one") from None
+        if folder.name != OWN_FOLDER or not folder.parent.is_dir():
+            raise UnsafeLocation(f"{folder} does not exist; memnest creates no folder but a "
+                                 f"workspace's own {OWN_FOLDER}/: create it first, or choose "
+                                 "another database path") from None
         try:
             os.mkdir(folder, 0o700)
         except FileExistsError:

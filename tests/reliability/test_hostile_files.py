@@ -101,3 +101,43 @@ def test_another_user_cannot_read_the_memories(call, tmp_path):
         preexec_fn=lambda: (os.setgid(NOBODY), os.setuid(NOBODY)),
         capture_output=True, text=True)
     assert reader.returncode != 0 and "Permission denied" in reader.stderr
+
+
+@pytest.mark.parametrize("target", ["/", "/etc", "/usr/lib", "/home", "/tmp"])
+def test_system_folders_are_no_workspace(call, target):
+    with pytest.raises(ToolFailure) as refused:
+        call("memory_set_workspace", workspace=target)
+    assert refused.value.code == "permission_denied"
+    assert "system folder" in refused.value.message
+    assert not os.path.exists(os.path.join(target, ".memnest"))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a folder to another uid")
+def test_another_users_folder_is_no_workspace(call, tmp_path):
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, NOBODY, NOBODY)
+    with pytest.raises(ToolFailure) as refused:
+        call("memory_set_workspace", workspace=str(theirs))
+    assert refused.value.code == "permission_denied" and "another user" in refused.value.message
+    assert not (theirs / ".memnest").exists()
+
+
+def test_a_database_path_never_overwrites_another_file(call, tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    empty = tmp_path / "empty.log"
+    empty.touch()
+    for path, why in ((notes, "not a LadybugDB database"), (empty, "an empty file")):
+        with pytest.raises(ToolFailure) as refused:
+            call("memory_set_workspace", workspace=str(tmp_path), db_path=str(path))
+        assert refused.value.code == "permission_denied" and why in refused.value.message
+    assert notes.read_text() == "my notes\n" and empty.stat().st_size == 0
+    with pytest.raises(ToolFailure) as missing:  # no folder is created on the way
+        call("memory_set_workspace", workspace=str(tmp_path),
+             db_path=str(tmp_path / "new" / "deeper" / "memory.lbug"))
+    assert "does not exist" in missing.value.message
+    assert not (tmp_path / "new").exists()
+    pinned = call("memory_set_workspace", workspace=str(tmp_path),
+                  db_path=str(tmp_path / "own.lbug"))
+    assert pinned["memories"] == 0 and (tmp_path / "own.lbug").read_bytes()[:4] == b"LBUG"
