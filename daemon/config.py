@@ -93,6 +93,7 @@ class Settings:
     dream: DreamSettings
     graph_max_nodes: int
     output_dir: str  # where tools may write files besides a workspace's .memnest/
+    max_open_databases: int
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -126,4 +127,5 @@ class Settings:
             dream=DreamSettings.from_env(),
             graph_max_nodes=max(1, _int("MEMORY_GRAPH_MAX_NODES", 2000)),
             output_dir=os.path.expanduser(os.environ.get("MEMNEST_OUTPUT_DIR", "").strip()),
+            max_open_databases=max(1, _int("MEMNEST_MAX_OPEN_DATABASES", 16)),
         )

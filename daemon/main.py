@@ -165,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         lock.release()
         return 1
     stores = StoreRegistry(embedder.name, embedder.dim, settings.buffer_pool_mb,
-                           settings.max_db_gb, settings.db_threads, embedder.embed)
+                           settings.max_db_gb, settings.db_threads, embedder.embed,
+                           settings.max_open_databases)
     runtime = Runtime(embedder, stores, str(sock), str(log_path))
     posing_as = os.environ.get("MEMNEST_TEST_REPORT_VERSION", "").strip()
     if posing_as:  # test knob: report an older version, as a not-yet-upgraded daemon would

@@ -40,6 +40,7 @@ SNAPSHOT_AFTER_READING = 1000
 FILL_ROWS = 64
 FILL_SECONDS = 1.0
 FILL_AFTER_IDLE_S = 2.0
+MAX_OPEN = 16  # databases open at once (MEMNEST_MAX_OPEN_DATABASES)
 
 
 class MemoryStore:
@@ -316,8 +317,9 @@ class StoreRegistry:
     after it has been idle for a while (an ephemeral `:memory:` database stays open)."""
 
     def __init__(self, model: str, dim: int, buffer_pool_mb: int, max_db_gb: int,
-                 db_threads: int = 2, embed=None):
+                 db_threads: int = 2, embed=None, max_open: int = MAX_OPEN):
         self._open_args = (model, dim, buffer_pool_mb, max_db_gb, db_threads, embed)
+        self.max_open = max_open
         self._stores: dict[str, MemoryStore] = {}
         self._opening: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
@@ -336,6 +338,7 @@ class StoreRegistry:
                 with self._lock:
                     store = self._stores.get(key)
                 if store is None:
+                    self._make_room()
                     store = self._open(key)
                     with self._lock:
                         self._stores[key] = store
@@ -362,6 +365,28 @@ class StoreRegistry:
             store.users -= 1
             if used:
                 store.last_used = time.monotonic()
+
+    def _make_room(self) -> None:
+        """Before another database opens: at `max_open` open ones, close the one used least
+        recently that no call is using (each open database holds ~35 MB and its threads:
+        opening workspace after workspace ran a daemon out of memory)."""
+        with self._lock:
+            if len(self._stores) < self.max_open:
+                return
+            free = [s for key, s in self._stores.items() if key != ":memory:" and s.users == 0]
+            if not free:
+                raise ToolError("resource_exhausted",
+                                f"{len(self._stores)} databases are open and every one is in "
+                                f"use (at most {self.max_open}, MEMNEST_MAX_OPEN_DATABASES); "
+                                "retry in a moment")
+            victim = min(free, key=lambda s: s.last_used)
+            del self._stores[victim.db_path]
+            self.workspaces = {w: k for w, k in self.workspaces.items() if k in self._stores}
+        log.info("closing %s: %d databases are open, the most at once", victim.db_path,
+                 self.max_open)
+        doomed = [victim]
+        del victim
+        self._closed(doomed)
 
     def _open(self, key: str) -> MemoryStore:
         try:
@@ -412,22 +437,32 @@ class StoreRegistry:
         with self._lock:
             idle = [s for key, s in self._stores.items() if key != ":memory:"
                     and s.users == 0 and now - s.last_used >= idle_seconds]
-            for store in idle:
-                del self._stores[store.db_path]
+            for path in [s.db_path for s in idle]:  # no name is left holding a store
+                del self._stores[path]
             self.workspaces = {w: k for w, k in self.workspaces.items() if k in self._stores}
-        for store in idle:
-            log.info("closing %s after %.0fs idle", store.db_path, now - store.last_used)
-            store.close()
-        if idle:
-            closed = [s.db_path for s in idle]
-            del store, idle
-            # What the closed stores held may sit in reference cycles among frozen objects:
-            # thaw everything, collect, and freeze what the open stores still hold.
-            gc.unfreeze()
-            gc.collect()
-            gc.freeze()
-            return closed
-        return []
+        closed = [s.db_path for s in idle]
+        for path, used in [(s.db_path, s.last_used) for s in idle]:
+            log.info("closing %s after %.0fs idle", path, now - used)
+        self._closed(idle)
+        return closed
+
+    @staticmethod
+    def _closed(stores: list[MemoryStore]) -> None:
+        """Close stores already taken out of the registry, and free what they held."""
+        if not stores:
+            return
+        for store in stores:
+            try:
+                store.close()
+            except Exception:
+                log.exception("closing %s failed", store.db_path)
+        del store
+        stores.clear()  # the caller's list: nothing keeps the closed stores alive
+        # What the closed stores held may sit in reference cycles among frozen objects:
+        # thaw everything, collect, and freeze what the open stores still hold.
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
 
     def stores(self) -> list[MemoryStore]:
         with self._lock:

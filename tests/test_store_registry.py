@@ -3,6 +3,9 @@ closing them."""
 import gc
 import weakref
 
+import pytest
+
+from memnest_daemon.errors import ToolError
 from memnest_daemon.workspace import StoreRegistry
 
 from test_conflict_cache import DIM, _write
@@ -23,5 +26,35 @@ def test_open_stores_are_frozen_out_of_full_collections_and_thawed_when_closed(t
         del store
         assert registry.close_idle(0) and gone() is None
         assert gc.get_freeze_count() > 0  # what is still alive is frozen again
+    finally:
+        registry.close_all()
+
+
+def test_at_most_max_open_databases_the_least_recently_used_idle_one_closes(tmp_path):
+    """80 workspaces opened one after another ran the daemon out of memory (~35 MB each)."""
+    registry = StoreRegistry("model", DIM, 64, 1, 1, max_open=3)
+    folders = []
+    for n in range(5):
+        folder = tmp_path / f"w{n}"
+        folder.mkdir()
+        folders.append(str(folder))
+    try:
+        held = registry.acquire(folders[0], "")  # in use throughout: never closed
+        for folder in folders[1:]:
+            store = registry.acquire(folder, "")
+            _write(store, [1], folder)
+            registry.release(store)
+            assert len(registry.stores()) <= 3
+        open_now = {s.db_path for s in registry.stores()}
+        assert held.db_path in open_now and len(open_now) == 3
+        again = registry.acquire(folders[1], "")
+        assert again.catalog  # reopened, its memory still there
+        registry.release(again)
+        busy = [registry.acquire(f, "") for f in folders[2:4]]
+        with pytest.raises(ToolError) as full:
+            registry.acquire(folders[4], "")
+        assert full.value.code == "resource_exhausted"
+        for store in busy:
+            registry.release(store)
     finally:
         registry.close_all()
