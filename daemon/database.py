@@ -465,6 +465,15 @@ class Database:
                   f"CREATE (a)-[:{rel} {{created_at: $at}}]->(b)",
                   {"a": from_id, "b": to_id, "at": when})
 
+    def add_edges(self, edges: list[tuple[str, int, int]], when) -> None:
+        """Many edges in one statement per relation type (an import's links)."""
+        for rel in RELATION_TYPES:
+            rows = [{"a": a, "b": b} for kind, a, b in edges if kind == rel]
+            if rows:
+                self.rows(f"UNWIND $rows AS r MATCH (a:Memory {{id: r.a}}), "
+                          f"(b:Memory {{id: r.b}}) CREATE (a)-[:{rel} {{created_at: $at}}]->(b)",
+                          {"rows": rows, "at": when})
+
     def remove_edge(self, rel: str, from_id: int, to_id: int) -> None:
         assert rel in RELATION_TYPES
         self.rows(f"MATCH (a:Memory)-[r:{rel}]->(b:Memory) WHERE a.id = $a AND b.id = $b "

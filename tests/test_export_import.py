@@ -320,3 +320,34 @@ def test_unreadable_inputs_give_clear_errors(call, workspace):
     with pytest.raises(ToolFailure):
         call("memory_import", path="adir.json")
     assert call("memory_list")["total"] == 0
+
+
+def test_links_in_a_file_are_bounded_and_written_without_quadratic_work(call, workspace):
+    """40k edges once took 50 s under the write lock (a list searched for each one) while a
+    search waited 49 s: links are counted in sets, written in chunks, and bounded."""
+    from memnest_daemon.tools.transfer import MAX_IMPORT_LINKS
+    folder = workspace / ".memnest"
+    folder.mkdir(exist_ok=True)
+    rows = [{"key": f"k{i}", "content": f"fact {i}: service s{i} reads queue q{i}"}
+            for i in range(40)]
+    many = [{"type": "RELATED_TO", "from": f"k{i % 40}", "to": f"k{(i * 7 + 1) % 40}"}
+            for i in range(MAX_IMPORT_LINKS + 1)]
+    (folder / "many.json").write_text(json.dumps(
+        {"format": "memnest-export", "version": 1, "memories": rows, "edges": many}))
+    with pytest.raises(ToolFailure) as refused:
+        call("memory_import", path=".memnest/many.json")
+    assert refused.value.code == "invalid_argument" and "edges" in refused.value.message
+    assert call("memory_list")["total"] == 0  # nothing written from a refused file
+    links = [{"type": "EXPLAINS", "from": f"k{i % 40}",
+              "to": f"k{(i % 40 + 1 + (i // 40) % 39) % 40}"} for i in range(3000)]
+    (folder / "links.json").write_text(json.dumps(
+        {"format": "memnest-export", "version": 1, "memories": rows, "edges": links,
+         "keep_separate": [[f"k{i}", f"k{i + 1}"] for i in range(39)] * 2}))
+    out = call("memory_import", path=".memnest/links.json")
+    distinct = {(e["from"], e["to"]) for e in links if e["from"] != e["to"]}
+    assert out["edges"]["created"] == len(distinct)
+    assert out["edges"]["exists"] + out["edges"]["skipped"] == 3000 - len(distinct)
+    assert out["keep_separate"] == {"in_file": 78, "recorded": 39, "exists": 39, "skipped": 0}
+    stored = call("memory_query", cypher_query="MATCH ()-[e:EXPLAINS]->() RETURN count(e) AS n",
+                  read_only=True)["rows"][0]["n"]
+    assert stored == len(distinct)

@@ -30,6 +30,8 @@ VERSION_1 = 1
 SIGNATURE = b'{\n "format": "memnest-export"'  # how a file we may overwrite starts
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
 MAX_IMPORT_MEMORIES = 100_000
+MAX_IMPORT_LINKS = 200_000  # edges, and keep-separate verdicts, per file
+LINK_CHUNK = 1000  # links written per write-lock hold
 IMPORT_CHUNK = 200  # memories per write-lock hold, so other callers get a turn
 DEFAULT_DIR = ".memnest/exports"
 PATH = {"type": "string", "minLength": 1, "maxLength": 4096}
@@ -130,14 +132,14 @@ _FILE_SCHEMA = {
             },
         },
         "edges": {
-            "type": "array",
+            "type": "array", "maxItems": MAX_IMPORT_LINKS,
             "items": {"type": "object",
                       "properties": {"type": {"enum": list(RELATION_TYPES)},
                                      "from": _KEY, "to": _KEY},
                       "required": ["type", "from", "to"], "additionalProperties": False},
         },
         "keep_separate": {
-            "type": "array",
+            "type": "array", "maxItems": MAX_IMPORT_LINKS,
             "items": {"type": "array", "items": _KEY, "minItems": 2, "maxItems": 2},
         },
     },
@@ -366,42 +368,34 @@ def memory_import(ctx: ToolContext, args: dict) -> dict:
 
     edge_counts = {"created": 0, "exists": 0, "skipped": 0}
     verdict_counts = {"recorded": 0, "exists": 0, "skipped": 0}
-    with store.writing():
-        def usable(memory_id) -> bool:
-            m = store.catalog.get(memory_id)
-            return m is not None and m.workspace == workspace
-
-        new_edges: list[tuple[str, int, int]] = []
-        for rel, x, y in parsed.edges:
-            a, b = target[x], target[y]
-            if a == b or not (usable(a) and usable(b)):  # merged into one / deleted meanwhile
-                edge_counts["skipped"] += 1
-            elif (rel, a, b) in store.graph.edges or (rel, a, b) in new_edges:
-                edge_counts["exists"] += 1
-            else:
-                new_edges.append((rel, a, b))
-        new_verdicts: list[tuple[int, int]] = []
-        for x, y in parsed.verdicts:
-            a, b = target[x], target[y]
-            if a == b or not (usable(a) and usable(b)):
-                verdict_counts["skipped"] += 1
-            elif store.graph.kept_separate(a, b) or pair(a, b) in new_verdicts:
-                verdict_counts["exists"] += 1
-            else:
-                new_verdicts.append(pair(a, b))
-        if new_edges or new_verdicts:
-            now = utcnow()
-            with store.db.transaction() as db:
+    edges = [(rel, target[x], target[y]) for rel, x, y in parsed.edges]
+    verdicts = [(target[x], target[y]) for x, y in parsed.verdicts]
+    # Sets, not lists: a file of 40k links took 50 s of membership tests under the write
+    # lock. Written LINK_CHUNK at a time, so other calls get a turn between chunks.
+    seen_edges: set[tuple[str, int, int]] = set()
+    seen_verdicts: set[tuple[int, int]] = set()
+    for start in range(0, max(len(edges), len(verdicts)), LINK_CHUNK):
+        with store.writing():
+            ctx.check_still_wanted()
+            new_edges = _new_links(
+                store, workspace, edges[start:start + LINK_CHUNK], seen_edges, edge_counts,
+                lambda e: e in store.graph.edges, lambda e: (e[1], e[2]))
+            new_verdicts = _new_links(
+                store, workspace, [pair(a, b) for a, b in verdicts[start:start + LINK_CHUNK]],
+                seen_verdicts, verdict_counts, lambda v: store.graph.kept_separate(*v),
+                lambda v: v)
+            if new_edges or new_verdicts:
+                now = utcnow()
+                with store.db.transaction() as db:
+                    db.add_edges(new_edges, now)
+                    for low, high in new_verdicts:
+                        db.add_verdict(low, high, now)
                 for rel, a, b in new_edges:
-                    db.add_edge(rel, a, b, now)
+                    store.graph.add(rel, a, b)
                 for low, high in new_verdicts:
-                    db.add_verdict(low, high, now)
-            for rel, a, b in new_edges:
-                store.graph.add(rel, a, b)
-            for low, high in new_verdicts:
-                store.graph.keep_separate(low, high)
-        edge_counts["created"] = len(new_edges)
-        verdict_counts["recorded"] = len(new_verdicts)
+                    store.graph.keep_separate(low, high)
+    edge_counts["created"] = len(seen_edges)
+    verdict_counts["recorded"] = len(seen_verdicts)
 
     result = {"path": shown, "memories": {"in_file": len(items), **counts},
               "existing_changed": len(changed),
@@ -412,6 +406,27 @@ def memory_import(ctx: ToolContext, args: dict) -> dict:
         result["note"] = (f"the file was embedded with {parsed.model}; its text was embedded "
                           f"again with {store.model}")
     return result
+
+
+def _new_links(store, workspace: str, links: list, seen: set, counts: dict, known,
+               ends) -> list:
+    """Of `links` (edges or verdicts, ends already mapped to this database's ids), those to
+    create: both ends exist in this workspace and are two memories (items merged into one
+    are skipped), the link is not there yet and was not made earlier in this import.
+    Write lock held."""
+    fresh = []
+    for link in links:
+        a, b = ends(link)
+        ma, mb = store.catalog.get(a), store.catalog.get(b)
+        if a == b or ma is None or mb is None or ma.workspace != workspace \
+                or mb.workspace != workspace:
+            counts["skipped"] += 1
+        elif link in seen or known(link):
+            counts["exists"] += 1
+        else:
+            seen.add(link)
+            fresh.append(link)
+    return fresh
 
 
 def _embedded_ahead(ctx: ToolContext, chunks: list[list[int]], texts: list[str]):
