@@ -94,6 +94,7 @@ class Settings:
     graph_max_nodes: int
     output_dir: str  # where tools may write files besides a workspace's .memnest/
     max_open_databases: int
+    query_memory_mb: int  # what one memory_query may allocate, beyond the database's pool
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -128,4 +129,5 @@ class Settings:
             graph_max_nodes=max(1, _int("MEMORY_GRAPH_MAX_NODES", 2000)),
             output_dir=os.path.expanduser(os.environ.get("MEMNEST_OUTPUT_DIR", "").strip()),
             max_open_databases=max(1, _int("MEMNEST_MAX_OPEN_DATABASES", 16)),
+            query_memory_mb=max(64, _int("MEMNEST_QUERY_MEMORY_MB", 1024)),
         )

@@ -6,15 +6,16 @@ the engine will see is never missed however it is spelt or spaced. The tokens ar
 classified, statement by statement (`;`), and the query gets the worst class of its parts:
 
     read         nothing in the database changes
-    write        adds data or schema: CREATE, MERGE, nextval()
-    destructive  deletes, overwrites or touches files: DELETE, DETACH, DROP, SET, REMOVE,
-                 COPY, ALTER, TRUNCATE, IMPORT/EXPORT DATABASE, COMMENT ON, CREATE OR REPLACE,
-                 LOAD FROM (reads files on the daemon's machine), and CALL of any procedure
-                 not known to be read-only
-    forbidden    changes the daemon's own engine state rather than the data, so memory_query
-                 never runs it: transaction control (BEGIN, COMMIT, ROLLBACK, CHECKPOINT),
-                 ATTACH / USE of another database, INSTALL / UNINSTALL / UPDATE / LOAD of an
-                 extension, and configuration calls (`CALL threads = 1`)
+    write        adds data: CREATE, MERGE, nextval()
+    destructive  deletes or overwrites data: DELETE, DETACH, SET, REMOVE, TRUNCATE,
+                 COMMENT ON, and CALL of any procedure not known to be read-only
+    forbidden    memory_query never runs it, whatever the settings: schema changes (CREATE
+                 NODE/REL TABLE, GRAPH, SEQUENCE, MACRO, TYPE, CREATE OR REPLACE, ALTER,
+                 DROP: the schema is the daemon's), file access (COPY, LOAD FROM, IMPORT /
+                 EXPORT DATABASE, READ_CSV and the other file functions), the daemon's own
+                 engine state (BEGIN, COMMIT, ROLLBACK, CHECKPOINT; ATTACH / USE of another
+                 database; INSTALL / UNINSTALL / UPDATE / LOAD of an extension; configuration
+                 calls like `CALL threads = 1`)
 
 Lexical rules copied from the engine's grammar (and checked against it in the tests):
 - `//` comments run to a line feed (optionally preceded by a carriage return) or the end of
@@ -53,14 +54,9 @@ READ_PROCEDURES = frozenset({
 _DESTRUCTIVE_WORDS = {
     "DELETE": "DELETE removes data",
     "DETACH": "DETACH (DELETE) removes nodes with their relationships",
-    "DROP": "DROP removes a table, index, sequence or macro",
     "SET": "SET overwrites property values",
     "REMOVE": "REMOVE erases property values",
-    "COPY": "COPY bulk-loads into tables or writes files",
-    "ALTER": "ALTER changes or drops table columns",
     "TRUNCATE": "TRUNCATE empties a table",
-    "IMPORT": "IMPORT DATABASE replaces data from files",
-    "EXPORT": "EXPORT DATABASE writes files",
 }
 _FORBIDDEN_WORDS = {
     "BEGIN": "transaction control (BEGIN) would break the daemon's own transactions",
@@ -74,7 +70,22 @@ _FORBIDDEN_WORDS = {
     "UNINSTALL": "UNINSTALL removes an extension from the daemon",
     "UPDATE": "UPDATE (extension) changes the daemon's extensions",
 }
-_WRITE_WORDS = {"CREATE": "CREATE adds data or schema", "MERGE": "MERGE may add data"}
+_WRITE_WORDS = {"CREATE": "CREATE adds data", "MERGE": "MERGE may add data"}
+# Schema and file access: the daemon owns the schema, and a table's `storage` option, a
+# graph's name or COPY / LOAD FROM / EXPORT reach files anywhere on the machine.
+_DDL_AFTER_CREATE = frozenset(("NODE", "REL", "RELATIONSHIP", "GRAPH", "INDEX", "SEQUENCE",
+                               "MACRO", "TYPE", "EXTERNAL", "OR"))
+_FORBIDDEN_ALWAYS = {
+    "DROP": "DROP changes the schema, which belongs to the daemon",
+    "ALTER": "ALTER changes the schema, which belongs to the daemon",
+    "COPY": "COPY reads or writes files on the daemon's machine",
+    "IMPORT": "IMPORT DATABASE reads files on the daemon's machine",
+    "EXPORT": "EXPORT DATABASE writes files on the daemon's machine",
+}
+# Table functions that read files (or the daemon's own Python objects).
+_FILE_FUNCTIONS = frozenset(("READ_CSV", "READ_CSV_PARALLEL", "READ_CSV_SERIAL",
+                             "READ_PARQUET", "READ_NPY", "READ_PANDAS", "READ_JSON",
+                             "FILE_INFO", "COPY_CSV", "COPY_PARQUET"))
 _WRITE_FUNCTIONS = {"NEXTVAL": "nextval() advances a sequence"}
 
 
@@ -274,9 +285,16 @@ def _classify_statement(stmt: list[Token], verdict: Verdict) -> str:
         word, nxt = tok.text, _at(stmt, i + 1)
         if word in _FORBIDDEN_WORDS:
             mark(FORBIDDEN, _FORBIDDEN_WORDS[word])
+        elif word in _FORBIDDEN_ALWAYS:
+            mark(FORBIDDEN, _FORBIDDEN_ALWAYS[word])
+        elif word == "CREATE" and nxt is not None and nxt.kind == "word" and \
+                nxt.text in _DDL_AFTER_CREATE:
+            mark(FORBIDDEN, f"CREATE {nxt.raw} changes the schema, which belongs to the daemon")
+        elif word in _FILE_FUNCTIONS and not tok.glued:
+            mark(FORBIDDEN, f"{tok.raw} reads files on the daemon's machine")
         elif word == "LOAD":
             if _is(nxt, "word", "FROM") or _is(nxt, "word", "WITH"):
-                mark(DESTRUCTIVE, "LOAD FROM reads files on the daemon's machine")
+                mark(FORBIDDEN, "LOAD FROM reads files on the daemon's machine")
             else:
                 mark(FORBIDDEN, "LOAD (extension) loads native code into the daemon")
         elif word in _DESTRUCTIVE_WORDS:

@@ -64,8 +64,9 @@ def repair_tags(db, found: list[tuple[Finding, list[str]]]) -> None:
                 {"id": finding.memory_id, "tags": tags})
 
 
-def database_findings(db) -> list[Finding]:
-    """Every problem the database shows on its own, besides tags (tag_findings())."""
+def database_findings(db, id_limit: int | None = None) -> list[Finding]:
+    """Every problem the database shows on its own, besides tags (tag_findings()). Ids past
+    `id_limit` (rows no tool made) do not count for the next id."""
     found = []
     for memory_id, content, digest in db.rows(
             "MATCH (m:Memory) RETURN m.id, m.content, m.content_hash"):
@@ -90,14 +91,15 @@ def database_findings(db) -> list[Finding]:
         found.append(Finding("graph_signal_of_deleted_memories",
                              f"{len(signals)} graph signal rows name deleted memories"))
     next_id = int(db.meta("next_id") or 1)
-    if ids and next_id <= max(ids):
+    served = [i for i in ids if id_limit is None or i <= id_limit]
+    if served and next_id <= max(served):
         found.append(Finding("next_id_behind",
                              f"the next id to give ({next_id}) is not above the largest id "
-                             f"in use ({max(ids)})"))
+                             f"in use ({max(served)})"))
     return found
 
 
-def repair_database(db, found: list[Finding]) -> None:
+def repair_database(db, found: list[Finding], id_limit: int | None = None) -> None:
     """Fix what database_findings() reported and can be fixed (inside a transaction)."""
     kinds = {f.kind for f in found if f.repairable}
     if "orphan_topics" in kinds:
@@ -111,7 +113,7 @@ def repair_database(db, found: list[Finding]) -> None:
         db.rows("MATCH (g:GraphSignal) WHERE g.id IN $ids DELETE g",
                 {"ids": [i for i in db.load_signal() if i not in ids]})
     if "next_id_behind" in kinds:
-        largest = db.rows("MATCH (m:Memory) RETURN max(m.id)")[0][0] or 0
+        largest = max((i for i in ids if id_limit is None or i <= id_limit), default=0)
         db.set_meta("next_id", str(largest + 1))
 
 

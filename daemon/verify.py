@@ -34,10 +34,11 @@ def check(store, quick: bool = False) -> tuple[list[Finding], dict]:
     rows and the snapshot's vectors)."""
     db = store.db
     found: list[Finding] = [f for f, _ in integrity.tag_findings(db)]
-    found += integrity.database_findings(db)
+    found += integrity.database_findings(db, store.id_limit)
     rows = _database_rows(db)
+    found += _unservable(store, rows)  # and leaves them out of every check below
     found += _catalog_findings(store, rows)
-    embedded = {i for i, has, _ in db.census_rows() if has}
+    embedded = {i for i, has, _ in db.census_rows() if has and i in rows}
     found += _vector_findings(store, embedded, None if quick else _embeddings(db, embedded))
     found += _keyword_findings(store, rows)
     found += _graph_findings(store)
@@ -61,10 +62,10 @@ def verify(store, repair: bool = False, quick: bool = False) -> dict:
     if repair and found:
         with store.writing():
             tags = integrity.tag_findings(store.db)
-            database = integrity.database_findings(store.db)
+            database = integrity.database_findings(store.db, store.id_limit)
             with store.db.transaction() as db:
                 integrity.repair_tags(db, tags)
-                integrity.repair_database(db, database)
+                integrity.repair_database(db, database, store.id_limit)
             store.reload()  # every derived structure, from the database as it is now
         store.flush_embeddings()
         with store.reading():
@@ -101,6 +102,20 @@ def _embeddings(db, ids: set[int]) -> dict[int, np.ndarray]:
             "MATCH (m:Memory) WHERE m.embedding IS NOT NULL RETURN m.id, m.embedding"):
         out[memory_id] = np.asarray(embedding, dtype=np.float32)
     return out
+
+
+def _unservable(store, rows: dict) -> list[Finding]:
+    """Rows with an id no tool gives, which the store does not serve (workspace.py)."""
+    found = []
+    for memory_id in sorted(i for i in rows if not 1 <= i <= store.id_limit):
+        del rows[memory_id]
+        found.append(Finding("id_out_of_range",
+                             f"memory {memory_id} has an id no tool gives (1.."
+                             f"{store.id_limit}), so it is not served; it was written by raw "
+                             "Cypher. Delete it with memory_query (with "
+                             "MEMORY_ALLOW_DESTRUCTIVE=true) or store its text again",
+                             memory_id, repairable=False))
+    return found
 
 
 def _catalog_findings(store, rows: dict) -> list[Finding]:

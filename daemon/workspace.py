@@ -54,7 +54,8 @@ class MemoryStore:
         self._access_lock = threading.Lock()
         self._accessed: set[int] = set()  # access counts not yet written to the database
         self._snapshot_lock = threading.Lock()
-        self.db = Database(db_path, model, dim, buffer_pool_mb, max_db_gb, db_threads)
+        self._db_args = (model, dim, buffer_pool_mb, max_db_gb, db_threads)
+        self.db = Database(db_path, *self._db_args)
         self.lock = RWLock()
         self.catalog: dict[int, Memory] = {}
         self.vectors = VectorIndex(dim)
@@ -71,6 +72,8 @@ class MemoryStore:
         snapshot = None if self.db.ephemeral else \
             vector_snapshot.load(self.db_path, self.model, self.vectors.dim)
         memories, embedded_ids, matrix, read, unembedded = self.db.load_all(snapshot)
+        memories, embedded_ids, matrix, unembedded = self._servable(
+            memories, embedded_ids, matrix, unembedded)
         if snapshot is not None and snapshot.neighbours and not read and not unembedded \
                 and snapshot.rows.keys() == set(embedded_ids):
             # every embedding is the snapshot's: so are the nearest memories found from them
@@ -91,8 +94,13 @@ class MemoryStore:
         self.signal = self.db.load_signal()  # memory id -> (pagerank, community)
         # Ids are never reused, even after the newest memory is deleted: an agent may still
         # hold an old id, and it must not come to mean another memory.
-        self._next_id = max(max(self.catalog, default=0) + 1,
-                            int(self.db.meta("next_id") or 1))
+        saved_next = int(self.db.meta("next_id") or 1)
+        if saved_next > self.id_limit:  # a row made behind our back pushed it up
+            log.warning("%s: the saved next id %d is past the ids this store serves; new "
+                        "memories continue after the largest id in use", self.db_path,
+                        saved_next)
+            saved_next = 1
+        self._next_id = max(max(self.catalog, default=0) + 1, saved_next)
         # An open store is hundreds of thousands of long-lived objects (a 100k catalog:
         # ~330k), and every full pass of Python's cycle collector walked them all: ~200 ms
         # at 100k, paid by whichever search was allocating then. Frozen, the collector
@@ -104,6 +112,23 @@ class MemoryStore:
             # workspace cleanly.
             threading.Thread(target=self.save_snapshot, name="vector-snapshot",
                              daemon=True).start()
+
+    def _servable(self, memories: list[Memory], embedded_ids: list[int], matrix: np.ndarray,
+                  unembedded: list[Memory]):
+        """Leave out rows whose id no tool would have given: several structures are arrays
+        indexed by id, and a row with id 400,000,000 (written by raw Cypher) had every open
+        run the daemon out of memory. memory_verify lists such rows."""
+        self.id_limit = servable_id_limit(len(memories))
+        outside = [m.id for m in memories if not 1 <= m.id <= self.id_limit]
+        if not outside:
+            return memories, embedded_ids, matrix, unembedded
+        log.warning("%s: %d memories have ids outside 1..%d and are not served (e.g. %s); "
+                    "`memnest-ctl verify` lists them", self.db_path, len(outside),
+                    self.id_limit, outside[:5])
+        keep = [k for k, i in enumerate(embedded_ids) if 1 <= i <= self.id_limit]
+        return ([m for m in memories if 1 <= m.id <= self.id_limit],
+                [embedded_ids[k] for k in keep], matrix[keep],
+                [m for m in unembedded if 1 <= m.id <= self.id_limit])
 
     def _embed_again(self, memories: list[Memory], ids: list[int], matrix: np.ndarray):
         """Rows whose deferred embeddings a crash lost (database.Database.transaction) get
@@ -145,6 +170,20 @@ class MemoryStore:
         self.last_used = time.monotonic()
         with self.lock.write():
             yield self
+
+    @contextmanager
+    def database_closed(self):
+        """The database file closed for the block, for another process to use (memory_query's
+        worker), then opened again. Write lock held: no call sees it closed."""
+        self.db.close()
+        try:
+            yield
+        finally:
+            self.db = Database(self.db_path, *self._db_args)
+
+    def next_id(self) -> int:
+        """The id the next new memory gets (none is ever reused)."""
+        return self._next_id
 
     def allocate_id(self) -> int:
         """Call with the write lock held, then save_next_id() in the same transaction."""
@@ -259,6 +298,12 @@ class MemoryStore:
                 log.exception("%s: saving the vector snapshot failed", self.db_path)
         with self.lock.write():
             self.db.close()
+
+
+def servable_id_limit(rows: int) -> int:
+    """The largest memory id a store serves: tools give ids in order, so ids far beyond the
+    number of rows come from elsewhere, and would size id-indexed arrays."""
+    return max(1_000_000, 4 * rows)
 
 
 def database_path(workspace: str, db_path: str) -> str:

@@ -347,9 +347,14 @@ class History(RuleBasedStateMachine):
 
     # -- comparing -----------------------------------------------------------------------
 
-    def cypher(self, query: str) -> list[dict]:
-        return self.call("memory_query", cypher_query=query, read_only=True,
-                         max_rows=1000)["rows"]
+    def cypher(self, *queries: str) -> list[list[dict]]:
+        """The rows of each query, from one memory_query call (each call hands the database
+        to the query process and back)."""
+        out = self.call("memory_query", cypher_query="; ".join(queries), read_only=True,
+                        max_rows=100_000)
+        assert not out["truncated"], out.get("truncated_reason")
+        return [out["rows"]] if len(queries) == 1 else \
+            [statement["rows"] for statement in out["statements"]]
 
     def check(self, heavy: bool = False) -> None:
         self.agrees = False
@@ -360,23 +365,23 @@ class History(RuleBasedStateMachine):
         served = {m["id"]: (m["content"], m["category"], m["tags"], m["importance"])
                   for m in listed["memories"]}
         assert served == expected, "memory_list differs from the model"
+        rows, about, topics, links, verdicts = self.cypher(
+            "MATCH (m:Memory) RETURN m.id, m.content, m.category, m.tags, m.importance, "
+            "m.content_hash, m.workspace",
+            "MATCH (m:Memory)-[:ABOUT]->(t:Topic) RETURN m.id, t.name",
+            "MATCH (t:Topic) RETURN t.name",
+            "MATCH (a:Memory)-[r]->(b:Memory) RETURN label(r) AS kind, a.id, b.id",
+            "MATCH (v:SeparateVerdict) RETURN v.low, v.high")
         stored = {r["m.id"]: (r["m.content"], r["m.category"], r["m.tags"], r["m.importance"])
-                  for r in self.cypher("MATCH (m:Memory) RETURN m.id, m.content, m.category, "
-                                       "m.tags, m.importance, m.content_hash, m.workspace")
-                  if r["m.content_hash"] == content_hash(r["m.content"])
+                  for r in rows if r["m.content_hash"] == content_hash(r["m.content"])
                   and r["m.workspace"] == str(self.workspace)}
         assert stored == expected, "the database's Memory rows differ from the model"
-        about = {(r["m.id"], r["t.name"]) for r in self.cypher(
-            "MATCH (m:Memory)-[:ABOUT]->(t:Topic) RETURN m.id, t.name")}
-        assert about == {(i, t) for i, m in model.memories.items() for t in m["tags"]}
-        topics = {r["t.name"] for r in self.cypher("MATCH (t:Topic) RETURN t.name")}
-        assert topics == {t for m in model.memories.values() for t in m["tags"]}
-        links = {(r["kind"], r["a.id"], r["b.id"]) for r in self.cypher(
-            "MATCH (a:Memory)-[r]->(b:Memory) RETURN label(r) AS kind, a.id, b.id")}
-        assert links == model.edges
-        verdicts = {(r["v.low"], r["v.high"]) for r in self.cypher(
-            "MATCH (v:SeparateVerdict) RETURN v.low, v.high")}
-        assert verdicts == model.verdicts
+        assert {(r["m.id"], r["t.name"]) for r in about} == \
+            {(i, t) for i, m in model.memories.items() for t in m["tags"]}
+        assert {r["t.name"] for r in topics} == \
+            {t for m in model.memories.values() for t in m["tags"]}
+        assert {(r["kind"], r["a.id"], r["b.id"]) for r in links} == model.edges
+        assert {(r["v.low"], r["v.high"]) for r in verdicts} == model.verdicts
         counts = Counter(t for m in model.memories.values() for t in m["tags"])
         assert {t["name"]: t["count"] for t in self.call("memory_topics")["topics"]} == counts
         if model.memories:
@@ -390,7 +395,7 @@ class History(RuleBasedStateMachine):
         self.agrees = True
         if heavy:
             for r in self.cypher("MATCH (m:Memory) RETURN m.id, m.embedding_model, "
-                                 "m.created_at, m.updated_at, m.access_count"):
+                                 "m.created_at, m.updated_at, m.access_count")[0]:
                 assert r["m.embedding_model"] == "memnest/all-MiniLM-L6-v2-int8", r
                 assert r["m.created_at"] <= r["m.updated_at"] and r["m.access_count"] >= 0, r
             for memory_id, m in sorted(model.memories.items())[:8]:
@@ -401,6 +406,7 @@ class History(RuleBasedStateMachine):
 
 
 def test_random_histories_match_the_model(fresh_daemon, tmp_path):
+    fresh_daemon.env["MEMORY_QUERY_MAX_ROWS"] = "100000"  # the checks read whole tables
     fresh_daemon.start()
     History.daemon = fresh_daemon
     History.root = tmp_path
