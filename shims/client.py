@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -395,7 +396,7 @@ class DaemonClient:
 
 
 def _alive(pid: int) -> bool:
-    """The process runs (a zombie no longer does)."""
+    """The process runs: not gone, not a zombie, not dying of a SIGKILL."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -403,10 +404,15 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
     except OSError:
         return True  # no /proc (macOS): kill(0) is all there is
+    if fields.get("State", "").strip()[:1] in ("Z", "X"):
+        return False
+    sigkill = 1 << (signal.SIGKILL - 1)
+    pending = [int(fields.get(k, "0").strip() or "0", 16) for k in ("SigPnd", "ShdPnd")]
+    return not any(p & sigkill for p in pending)
 
 
 # What gRPC reports when a call could not even be sent: no daemon listens on the socket.
