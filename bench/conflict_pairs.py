@@ -81,9 +81,9 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("MEMORY_EMBEDDING_MODEL", "memnest/all-MiniLM-L6-v2-int8")
-    from memnest_daemon import values
-    from memnest_daemon.config import Settings
-    from memnest_daemon.embedder import Embedder
+    from memnest_daemon.curation import values
+    from memnest_daemon.core.config import Settings
+    from memnest_daemon.model.embedder import Embedder
 
     pairs = load_pairs(args.corpus)
     settings = Settings.from_env()

@@ -541,7 +541,7 @@ async def mcp_store(env: Env, workspace: Path, texts: list[str]) -> float:
 
 
 def raw_embed_rates(texts: list[str], reps: int) -> tuple[list[float], float]:
-    from memnest_daemon.embedder import Embedder
+    from memnest_daemon.model.embedder import Embedder
 
     started = time.perf_counter()
     embedder = Embedder(OFFLINE_MODEL)

@@ -60,7 +60,7 @@ def main() -> None:
     parser.add_argument("--show-misses", action="store_true")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from memnest_daemon import screening
+    from memnest_daemon.curation import screening
     then = rule_at(args.baseline)
     for path in CORPORA:
         texts = load(path)

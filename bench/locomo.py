@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 import grpc
-from memnest_daemon.search import DEFAULT_FUSION
+from memnest_daemon.search.ranking import DEFAULT_FUSION
 from memnest_shims.client import DaemonClient
 
 BIN = Path(sys.executable).parent

@@ -184,7 +184,7 @@ class Report:
 # -- floors: the daemon's Embedder in this process -------------------------------------------
 
 def load_embedder():
-    from memnest_daemon.embedder import Embedder
+    from memnest_daemon.model.embedder import Embedder
 
     started = time.perf_counter()
     embedder = Embedder(OFFLINE_MODEL)

@@ -22,10 +22,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 import memnest_daemon  # noqa: E402,F401  (sets the BLAS thread count before numpy loads)
 from core import OFFLINE_MODEL, synthetic_queries, synthetic_texts  # noqa: E402
 
-from memnest_daemon.config import Settings  # noqa: E402
-from memnest_daemon.embedder import Embedder  # noqa: E402
+from memnest_daemon.core.config import Settings  # noqa: E402
+from memnest_daemon.model.embedder import Embedder  # noqa: E402
 from memnest_daemon.tools import TOOLS, ToolContext  # noqa: E402
-from memnest_daemon.workspace import StoreRegistry  # noqa: E402
+from memnest_daemon.store.store import StoreRegistry  # noqa: E402
 
 
 def call(ctx_args: dict, tool: str, args: dict) -> dict:

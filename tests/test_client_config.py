@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memnest_shims import client_config as cc
+from memnest_shims.cli import editor_configs as cc
 
 from conftest import OFFLINE_MODEL
 
@@ -204,7 +204,7 @@ def test_check_reports_a_missing_file_with_the_fix(workspace, env):
 
 
 def test_default_model_matches_the_daemon():
-    from memnest_daemon.config import DEFAULT_MODEL
+    from memnest_daemon.core.config import DEFAULT_MODEL
     assert cc.DEFAULT_MODEL == DEFAULT_MODEL
 
 

@@ -6,10 +6,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from memnest_daemon.conflicts import NeighbourCache, conflicts
-from memnest_daemon.records import Memory, content_hash, utcnow
-from memnest_daemon.values import value_disagreement
-from memnest_daemon.workspace import MemoryStore
+from memnest_daemon.curation.conflicts import NeighbourCache, conflicts
+from memnest_daemon.core.records import Memory, content_hash, utcnow
+from memnest_daemon.curation.values import value_disagreement
+from memnest_daemon.store.store import MemoryStore
 
 DIM = 8
 SETTINGS = SimpleNamespace(conflict_threshold=0.9, conflict_value_floor=0.6)
@@ -69,7 +69,7 @@ def _fresh(store: MemoryStore, memories: list[Memory], workspace: str) -> dict:
 def test_flags_after_any_writes_equal_flags_found_afresh(tmp_path, monkeypatch, workspaces):
     """Two workspaces in one database: entries by memory and workspace. One workspace: the
     whole database's rows (neighbour_table.py), compared a few vectors at a time."""
-    monkeypatch.setattr("memnest_daemon.neighbour_table.CHUNK", 3)
+    monkeypatch.setattr("memnest_daemon.search.neighbour_table.CHUNK", 3)
     store = MemoryStore(str(tmp_path / "memory.lbug"), "model", DIM, 64, 1)
     try:
         next_id, settled, flags_seen = 1, 0, 0
@@ -148,7 +148,7 @@ def test_a_write_into_a_one_workspace_database_keeps_every_row(tmp_path, monkeyp
 
 def test_the_cache_keeps_at_most_its_limit(tmp_path, monkeypatch):
     """Entries by memory and workspace (a database shared by workspaces) are bounded."""
-    monkeypatch.setattr("memnest_daemon.conflicts.MAX_ENTRIES", 10)
+    monkeypatch.setattr("memnest_daemon.curation.conflicts.MAX_ENTRIES", 10)
     store = MemoryStore(str(tmp_path / "memory.lbug"), "model", DIM, 64, 1)
     try:
         _write(store, list(range(1, 31)), "/a")
@@ -182,7 +182,7 @@ def test_rows_are_saved_with_the_vector_snapshot_and_trusted_only_as_far_as_it(t
                             lambda queries, *a, **k: asked.append(len(queries)) or
                             search_many(queries, *a, **k))
         checked = []
-        monkeypatch.setattr("memnest_daemon.conflicts.value_disagreement",
+        monkeypatch.setattr("memnest_daemon.curation.conflicts.value_disagreement",
                             lambda a, b: checked.append(1) or value_disagreement(a, b))
         everything = list(store.catalog.values())
         found = conflicts(store, everything, SETTINGS, "/a")
@@ -204,8 +204,8 @@ def test_rows_are_saved_with_the_vector_snapshot_and_trusted_only_as_far_as_it(t
 def test_idle_databases_get_their_rows_in_the_background(tmp_path, monkeypatch):
     """The housekeeping thread finds rows (and value verdicts) for memories that have none,
     a few at a time, only in databases no call is using; searches then find them known."""
-    from memnest_daemon import workspace as workspace_module
-    from memnest_daemon.workspace import StoreRegistry
+    from memnest_daemon.store import store as workspace_module
+    from memnest_daemon.store.store import StoreRegistry
 
     monkeypatch.setattr(workspace_module, "FILL_ROWS", 7)
     registry = StoreRegistry("model", DIM, 64, 1, 1)
@@ -222,7 +222,7 @@ def test_idle_databases_get_their_rows_in_the_background(tmp_path, monkeypatch):
         assert registry.fill_neighbours(floor, budget_s=60) == 50
         assert store.neighbours.table.size() == 50
         checked = []
-        monkeypatch.setattr("memnest_daemon.conflicts.value_disagreement",
+        monkeypatch.setattr("memnest_daemon.curation.conflicts.value_disagreement",
                             lambda a, b: checked.append(1) or value_disagreement(a, b))
         monkeypatch.setattr(store.vectors, "search_many", None)  # must not be needed
         everything = list(store.catalog.values())
@@ -237,8 +237,8 @@ def test_idle_databases_get_their_rows_in_the_background(tmp_path, monkeypatch):
 def test_saved_verdicts_of_another_value_rule_are_found_again():
     """A snapshot keeps each neighbour entry's verdict (do the two disagree on a value?);
     when the rule changes, the rows stay but the verdicts are checked again."""
-    from memnest_daemon import values
-    from memnest_daemon.neighbour_table import DISAGREE, UNKNOWN, NeighbourTable
+    from memnest_daemon.curation import values
+    from memnest_daemon.search.neighbour_table import DISAGREE, UNKNOWN, NeighbourTable
     table = NeighbourTable(0.5)
     table.put(3, [(3, 1.0), (4, 0.9)])
     table.verdicts_of(3)[1] = DISAGREE

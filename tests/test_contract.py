@@ -17,7 +17,7 @@ def test_generated_code_is_up_to_date(tmp_path):
 
 
 def test_shim_and_cli_import_nothing_heavy():
-    probe = ("import sys, memnest_shims.mcp_shim, memnest_shims.ctl, memnest_shims.client;"
+    probe = ("import sys, memnest_shims.mcp.main, memnest_shims.cli.main, memnest_shims.client;"
              f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True).stdout.strip()

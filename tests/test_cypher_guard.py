@@ -8,7 +8,7 @@ daemon, where refused queries must leave every memory in place.
 import pytest
 import ladybug as lb
 
-from memnest_daemon import cypher_guard as guard
+from memnest_daemon.cypher import guard as guard
 from memnest_shims.client import ToolFailure
 
 R, W, D, F = guard.READ, guard.WRITE, guard.DESTRUCTIVE, guard.FORBIDDEN

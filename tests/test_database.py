@@ -2,8 +2,8 @@
 import numpy as np
 import psutil
 
-from memnest_daemon.database import DEFER_MAX_ROWS, SMALL_ROW_BYTES, Database
-from memnest_daemon.records import Memory, content_hash, utcnow
+from memnest_daemon.storage.database import DEFER_MAX_ROWS, SMALL_ROW_BYTES, Database
+from memnest_daemon.core.records import Memory, content_hash, utcnow
 
 
 def test_writes_with_embeddings_do_not_grow_the_process(tmp_path):

@@ -1,5 +1,5 @@
 """Semantic merge on store behind the tag and value gates, conflict flags, injection screening."""
-from memnest_daemon.values import value_disagreement, values
+from memnest_daemon.curation.values import value_disagreement, values
 
 
 def test_value_extraction_units_and_identifiers():

@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from memnest_daemon import embedder as embedder_module
-from memnest_daemon.config import OFFLINE_MODEL
-from memnest_daemon.embedder import Embedder
+from memnest_daemon.model import embedder as embedder_module
+from memnest_daemon.core.config import OFFLINE_MODEL
+from memnest_daemon.model.embedder import Embedder
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,8 @@ from pathlib import Path
 import ladybug as lb
 import pytest
 
-from memnest_daemon import wal_recovery
-from memnest_daemon.database import Database
+from memnest_daemon.storage import wal_recovery
+from memnest_daemon.storage.database import Database
 
 STEPS = int(os.environ.get("MEMNEST_ENGINE_STEPS", "3000" if os.environ.get("MEMNEST_SOAK")
                            else "600"))

@@ -3,7 +3,7 @@ import threading
 
 import pytest
 
-from memnest_daemon.fair_calls import UNKNOWN_CLIENT, FairExecutor, client_of
+from memnest_daemon.server.fair_calls import UNKNOWN_CLIENT, FairExecutor, client_of
 
 
 class _Call:

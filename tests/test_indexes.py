@@ -3,9 +3,9 @@ import time
 
 import numpy as np
 
-from memnest_daemon import indexes
-from memnest_daemon.indexes import KeywordIndex, VectorIndex
-from memnest_daemon.records import Memory, content_hash, utcnow
+from memnest_daemon.search import indexes
+from memnest_daemon.search.indexes import KeywordIndex, VectorIndex
+from memnest_daemon.core.records import Memory, content_hash, utcnow
 
 
 def memory(memory_id: int, text: str, workspace: str = "/w") -> Memory:
@@ -86,7 +86,7 @@ def test_a_large_index_reads_only_rows_that_can_matter_and_answers_the_same(monk
     """Above BOUND_FROM_ROWS a query bounds every row from a smaller copy of the matrix and
     reads in full only rows that can reach the answer: the answers must be the full
     product's, through additions, re-embeddings and removals."""
-    from memnest_daemon import row_bound
+    from memnest_daemon.search import row_bound
 
     rng = np.random.default_rng(3)
     dim = 48
@@ -139,7 +139,7 @@ def test_a_mid_sized_index_bounds_only_searches_with_a_floor(monkeypatch):
     """Between FLOOR_BOUND_FROM_ROWS and BOUND_FROM_ROWS a search down to a floor (conflict
     neighbours, merge candidates) reads the bound first; a query without one still reads
     every row. Both answer as the full product does."""
-    from memnest_daemon import row_bound
+    from memnest_daemon.search import row_bound
 
     rng = np.random.default_rng(5)
     dim = 32
@@ -171,7 +171,7 @@ def test_a_mid_sized_index_bounds_only_searches_with_a_floor(monkeypatch):
 def test_the_bound_grows_by_steps_not_by_row(monkeypatch):
     """Appending rows one at a time to a large index copies the low-dimension copy a few
     times, not once per row (a 100k import slowed to 65 memories/s when it did)."""
-    from memnest_daemon import row_bound
+    from memnest_daemon.search import row_bound
 
     monkeypatch.setattr(indexes, "BOUND_FROM_ROWS", 50)
     monkeypatch.setattr(row_bound, "DIMS", 4)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from memnest_daemon import integrity
-from memnest_daemon.database import ENGINE, Database
-from memnest_daemon.workspace import MemoryStore
+from memnest_daemon.storage import integrity
+from memnest_daemon.storage.database import ENGINE, Database
+from memnest_daemon.store.store import MemoryStore
 
 DATA = Path(__file__).parent / "data"
 MODEL = "memnest/all-MiniLM-L6-v2-int8"
@@ -35,7 +35,7 @@ def test_a_database_the_old_engine_damaged_is_repaired_on_open(tmp_path, caplog)
     with gzip.open(DATA / "real_ladybug_0.15.3_shifted_tags.lbug.gz") as src, \
             open(path, "wb") as dst:
         shutil.copyfileobj(src, dst)
-    with caplog.at_level(logging.WARNING, logger="memnest_daemon.integrity"):
+    with caplog.at_level(logging.WARNING, logger="memnest_daemon.storage.integrity"):
         store = MemoryStore(str(path), MODEL, 384, 64, 1, embed=_fake_embed)
     try:
         assert {m.id: m.tags for m in store.catalog.values()} == \

@@ -262,7 +262,7 @@ def test_write_audit_sees_what_a_plain_write_must_not_do():
     write is rolled back if it removed or changed anything that existed."""
     import ladybug as lb
 
-    from memnest_daemon.query_run import census as _census, losses as _losses
+    from memnest_daemon.cypher.run import census as _census, losses as _losses
 
     class Rows:
         def __init__(self, conn):

@@ -6,8 +6,8 @@ from datetime import datetime, timedelta
 from types import SimpleNamespace
 
 import numpy as np
-from memnest_daemon.term_table import TermTable
-from memnest_daemon.timeline import Timeline
+from memnest_daemon.search.term_table import TermTable
+from memnest_daemon.search.timeline import Timeline
 
 T0 = datetime(2025, 1, 1)
 HOUR_US = 3600 * 10**6

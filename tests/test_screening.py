@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from memnest_daemon.screening import markers
+from memnest_daemon.curation.screening import markers
 
 DATA = Path(__file__).parent / "data"
 

@@ -7,12 +7,12 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from memnest_daemon import search
-from memnest_daemon.config import Settings
-from memnest_daemon.indexes import KeywordIndex, VectorIndex
-from memnest_daemon.query_analysis import STOPWORDS, analyse, keyword_terms
-from memnest_daemon.records import Memory, content_hash
-from memnest_daemon.timeline import Timeline
+from memnest_daemon.search import ranking as search
+from memnest_daemon.core.config import Settings
+from memnest_daemon.search.indexes import KeywordIndex, VectorIndex
+from memnest_daemon.search.query_analysis import STOPWORDS, analyse, keyword_terms
+from memnest_daemon.core.records import Memory, content_hash
+from memnest_daemon.search.timeline import Timeline
 
 T0 = datetime(2025, 3, 1, 12, 0, 0)
 DIM = 8

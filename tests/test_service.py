@@ -199,7 +199,7 @@ import plistlib  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
 
-from memnest_shims import service  # noqa: E402
+from memnest_shims.cli import service_units as service  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PLACEHOLDER = re.compile(r"@[A-Z_]+@")

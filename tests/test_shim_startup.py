@@ -12,7 +12,7 @@ from conftest import BIN, result_json
 
 
 def test_the_entry_module_imports_neither_grpc_nor_the_mcp_sdk():
-    probe = ("import sys, memnest_shims.mcp_shim;"
+    probe = ("import sys, memnest_shims.mcp.main;"
              "print(','.join(m for m in ('grpc', 'google.protobuf', 'mcp', 'mcp_types')"
              " if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
@@ -21,7 +21,7 @@ def test_the_entry_module_imports_neither_grpc_nor_the_mcp_sdk():
 
 
 def test_the_server_is_imported_without_the_sdk_client_yet_the_whole_package_stays_usable():
-    probe = ("import sys, memnest_shims.mcp_server;"
+    probe = ("import sys, memnest_shims.mcp.server;"
              "left_out = 'mcp.client.session' not in sys.modules;"
              "from mcp import ClientSession; import mcp.server;"
              "print(left_out, ClientSession.__name__, mcp.server.MCPServer.__name__)")

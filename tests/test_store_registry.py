@@ -5,8 +5,8 @@ import weakref
 
 import pytest
 
-from memnest_daemon.errors import ToolError
-from memnest_daemon.workspace import StoreRegistry
+from memnest_daemon.core.errors import ToolError
+from memnest_daemon.store.store import StoreRegistry
 
 from test_conflict_cache import DIM, _write
 

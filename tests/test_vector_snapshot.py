@@ -5,11 +5,11 @@ import os
 import numpy as np
 import pytest
 
-from memnest_daemon import vector_snapshot
-from memnest_daemon.db_files import UnsafeLocation
-from memnest_daemon.indexes import KeywordIndex, keyword_text
-from memnest_daemon.records import Memory, content_hash, utcnow
-from memnest_daemon.workspace import MemoryStore
+from memnest_daemon.storage import vector_snapshot
+from memnest_daemon.storage.db_files import UnsafeLocation
+from memnest_daemon.search.indexes import KeywordIndex, keyword_text
+from memnest_daemon.core.records import Memory, content_hash, utcnow
+from memnest_daemon.store.store import MemoryStore
 
 MODEL, DIM = "model-a", 16
 RNG = np.random.default_rng(7)

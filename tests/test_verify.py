@@ -7,10 +7,10 @@ import sys
 
 import numpy as np
 
-from memnest_daemon import vector_snapshot
-from memnest_daemon.records import Memory, content_hash, utcnow
-from memnest_daemon.verify import verify
-from memnest_daemon.workspace import MemoryStore
+from memnest_daemon.storage import vector_snapshot
+from memnest_daemon.core.records import Memory, content_hash, utcnow
+from memnest_daemon.store.verify import verify
+from memnest_daemon.store.store import MemoryStore
 
 DIM = 8
 

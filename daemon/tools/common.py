@@ -1,6 +1,6 @@
 """Argument schemas and checks shared by the tools."""
-from ..errors import invalid
-from ..records import CATEGORIES, Memory
+from ..core.errors import invalid
+from ..core.records import CATEGORIES, Memory
 from .registry import ToolContext
 
 MAX_IDS = 500

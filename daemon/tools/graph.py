@@ -1,10 +1,10 @@
 """Graph tools: relations between memories, keep-separate verdicts, topics."""
 from itertools import combinations
 
-from ..database import RELATION_TYPES
-from ..errors import invalid, not_found
-from ..graph import pair
-from ..records import utcnow
+from ..storage.database import RELATION_TYPES
+from ..core.errors import invalid, not_found
+from ..store.graph import pair
+from ..core.records import utcnow
 from .common import ID, IDS, visible
 from .registry import ToolContext, tool
 

@@ -2,10 +2,10 @@
 import os
 from pathlib import Path
 
-from ..errors import invalid
-from ..graph_page import SIGNATURE, render
-from ..records import iso, utcnow
-from ..safe_files import write_file
+from ..core.errors import invalid
+from .graph_page import SIGNATURE, render
+from ..core.records import iso, utcnow
+from ..storage.safe_files import write_file
 from .registry import ToolContext, tool
 
 DEFAULT_PATH = ".memnest/graph.html"

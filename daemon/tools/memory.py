@@ -1,11 +1,11 @@
 """The core memory tools: store, search, get, list, update, delete, stats."""
-from ..conflicts import conflicts
-from ..errors import invalid, not_found
-from ..graph_signal import boost
-from ..ingest import BRIEF_CONFLICTS_HINT, Item, ingest
-from ..records import Memory, content_hash, iso, normalise_tags, utcnow
-from ..screening import flag
-from ..search import SearchFilter, demote_superseded, rank
+from ..curation.conflicts import conflicts
+from ..core.errors import invalid, not_found
+from ..search.graph_signal import boost
+from ..curation.ingest import BRIEF_CONFLICTS_HINT, Item, ingest
+from ..core.records import Memory, content_hash, iso, normalise_tags, utcnow
+from ..curation.screening import flag
+from ..search.ranking import SearchFilter, demote_superseded, rank
 from .common import (CATEGORY, ID, IDS, IMPORTANCE, ITEM, MAX_IDS, MAX_QUERY_CHARS, PREVIEW,
                      TAGS, clean_content, embed_with_progress, one_or_many, preview_chars,
                      visible)

@@ -13,12 +13,12 @@ import logging
 import os
 import time
 
-from .. import cypher_guard as guard
-from .. import query_run
-from ..database import MEMORY_COLUMNS
-from ..errors import ToolError, invalid
-from ..query_worker import QueryWorker
-from ..records import Memory, content_hash, normalise_tags, utcnow
+from ..cypher import guard as guard
+from ..cypher import run as query_run
+from ..storage.database import MEMORY_COLUMNS
+from ..core.errors import ToolError, invalid
+from ..cypher.worker import QueryWorker
+from ..core.records import Memory, content_hash, normalise_tags, utcnow
 from .registry import ToolContext, tool
 
 log = logging.getLogger(__name__)

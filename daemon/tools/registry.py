@@ -10,7 +10,7 @@ from typing import Callable
 import jsonschema
 from jsonschema import validators
 
-from ..errors import ToolError, invalid
+from ..core.errors import ToolError, invalid
 
 # JSON Schema counts 2.0 as an integer; tools slice and count with these values, so only
 # real integers pass (and booleans, which Python treats as ints, do not).

@@ -5,8 +5,8 @@ workspace and answers with a `session` directive that the client (memnest-mcp) a
 its own later calls."""
 import os
 
-from ..errors import invalid
-from ..workspace import check_workspace, database_path
+from ..core.errors import invalid
+from ..store.store import check_workspace, database_path
 from .registry import ToolContext, tool
 
 

@@ -17,12 +17,12 @@ import numpy as np
 
 from memnest_proto.version import VERSION
 
-from ..database import RELATION_TYPES
-from ..errors import invalid
-from ..graph import pair
-from ..ingest import Item, ingest, merge_candidate
-from ..records import CATEGORIES, content_hash, normalise_tags, utcnow
-from ..safe_files import read_file, write_file
+from ..storage.database import RELATION_TYPES
+from ..core.errors import invalid
+from ..store.graph import pair
+from ..curation.ingest import Item, ingest, merge_candidate
+from ..core.records import CATEGORIES, content_hash, normalise_tags, utcnow
+from ..storage.safe_files import read_file, write_file
 from .registry import StrictValidator, ToolContext, tool
 
 FORMAT = "memnest-export"

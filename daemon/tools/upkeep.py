@@ -1,8 +1,8 @@
 """Upkeep tools: memory_dream (consolidation), memory_reindex and memory_verify."""
 import time
 
-from ..dream import dream
-from ..verify import verify
+from ..curation.dream import dream
+from ..store.verify import verify
 from .registry import ToolContext, tool
 
 

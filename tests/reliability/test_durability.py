@@ -15,11 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from memnest_daemon import wal_recovery
-from memnest_daemon.database import Database
-from memnest_daemon.records import Memory, content_hash, utcnow
-from memnest_daemon.row_journal import RowJournal
-from memnest_daemon.workspace import MemoryStore
+from memnest_daemon.storage import wal_recovery
+from memnest_daemon.storage.database import Database
+from memnest_daemon.core.records import Memory, content_hash, utcnow
+from memnest_daemon.storage.row_journal import RowJournal
+from memnest_daemon.store.store import MemoryStore
 from memnest_shims.client import DaemonUnavailable, ToolFailure
 
 ROUNDS = int(os.environ.get("MEMNEST_KILL_ROUNDS", "60" if os.environ.get("MEMNEST_SOAK") else "20"))
@@ -144,8 +144,8 @@ def test_a_crash_between_writing_deferred_embeddings_and_their_checkpoint(tmp_pa
     subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
         import os
         import numpy as np
-        from memnest_daemon.database import Database
-        from memnest_daemon.records import Memory, content_hash, utcnow
+        from memnest_daemon.storage.database import Database
+        from memnest_daemon.core.records import Memory, content_hash, utcnow
 
         db = Database({str(path)!r}, "model", 384, 64, 1)
         now, texts = utcnow(), ["alpha release", "beta deploy", "gamma rollback"]
@@ -261,7 +261,7 @@ def test_rows_of_a_deferred_write_survive_a_wal_that_cannot_be_replayed(tmp_path
             for n, t in enumerate(texts, 1)]
     subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
         import os, pickle, sys
-        from memnest_daemon.database import Database
+        from memnest_daemon.storage.database import Database
         db = Database({str(path)!r}, "model", 384, 64, 1)
         for m, v in pickle.loads(sys.stdin.buffer.read()):
             with db.transaction(checkpoint=False):
@@ -301,8 +301,8 @@ def test_deferred_rows_come_back_from_the_journal_when_no_part_of_the_wal_replay
     subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
         import os
         import numpy as np
-        from memnest_daemon.database import Database
-        from memnest_daemon.records import Memory, content_hash, utcnow
+        from memnest_daemon.storage.database import Database
+        from memnest_daemon.core.records import Memory, content_hash, utcnow
 
         db = Database({str(path)!r}, "model", 384, 64, 1)
         now, texts = utcnow(), ["delta release", "epsilon deploy"]

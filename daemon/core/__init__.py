@@ -1,0 +1,1 @@
+"""What every layer shares: settings, errors, the Memory record, small containers and the read-write lock."""

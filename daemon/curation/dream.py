@@ -1,0 +1,346 @@
+"""memory_dream: consolidation of one workspace.
+
+It works in three steps so that a dream never holds up a user's call for long:
+1. snapshot what it needs under the read lock (a quick copy);
+2. plan, with no lock held: what to prune, which near-identical pairs to merge, which
+   clusters need an agent's decision, SUPERSEDES cycles, rows to re-embed;
+3. apply each change in its own short write-locked transaction, re-checking first that the
+   memories involved have not changed since the snapshot.
+A dry run stops after step 2. Dream state (when it last ran, where the scan window stands)
+lives in the database's Meta table, per workspace.
+"""
+import math
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import numpy as np
+
+from ..store.graph import pair, supersession_cycles
+from ..search.graph_signal import compute_signal
+from ..core.records import Memory, iso, utcnow
+from .values import disagree, same_subject, tag_overlap, value_disagreement
+
+
+@dataclass
+class Snapshot:
+    memories: dict[int, Memory]          # the workspace's memories (copies)
+    vectors: dict[int, np.ndarray]
+    edges: set[tuple[str, int, int]]
+    separate: set[tuple[int, int]]
+    model: str
+
+
+@dataclass
+class Plan:
+    window: list[int]
+    window_start: int
+    next_start: int
+    prune: list[int] = field(default_factory=list)
+    merges: list[tuple[int, int, float]] = field(default_factory=list)  # survivor, absorbed
+    clusters: list[dict] = field(default_factory=list)
+    cycles: list[list[int]] = field(default_factory=list)
+    reembed: list[int] = field(default_factory=list)
+
+
+def _state_key(workspace: str, name: str) -> str:
+    return f"dream:{workspace}:{name}"
+
+
+def take_snapshot(store, workspace: str) -> Snapshot:
+    with store.reading():
+        memories = {i: m.copy() for i, m in store.catalog.items() if m.workspace == workspace}
+        vectors = {i: v for i in memories if (v := store.vectors.vector(i)) is not None}
+        ids = set(memories)
+        edges = {e for e in store.graph.edges if e[1] in ids or e[2] in ids}
+        separate = {p for p in store.graph.separate if p[0] in ids or p[1] in ids}
+    return Snapshot(memories, vectors, edges, separate, store.model)
+
+
+def gates(store, workspace: str, snap: Snapshot, settings, now: datetime) -> dict:
+    last = store.db.meta(_state_key(workspace, "last_at"))
+    last_at = datetime.fromisoformat(last) if last else None
+    ops = sum(1 for m in snap.memories.values() if last_at is None or m.updated_at > last_at)
+    hours = None if last_at is None else (now - last_at).total_seconds() / 3600
+    reasons = []
+    if len(snap.memories) < settings.min_memories:
+        reasons.append(f"{len(snap.memories)} memories, fewer than MEMORY_DREAM_MIN_MEMORIES="
+                       f"{settings.min_memories}")
+    if hours is not None and hours < settings.min_hours:
+        reasons.append(f"last dream {hours:.1f} h ago, sooner than MEMORY_DREAM_MIN_HOURS="
+                       f"{settings.min_hours:g}")
+    if ops < settings.min_ops:
+        reasons.append(f"{ops} memories changed since the last dream, fewer than "
+                       f"MEMORY_DREAM_MIN_OPS={settings.min_ops}")
+    return {"last_dream_at": iso(last_at), "hours_since": None if hours is None
+            else round(hours, 2), "ops_since": ops, "memories": len(snap.memories),
+            "open": not reasons, "reasons": reasons}
+
+
+def plan(snap: Snapshot, settings, window_start: int, now: datetime) -> Plan:
+    ids = sorted(snap.memories)
+    n = len(ids)
+    start = window_start if window_start < n else 0
+    size = min(settings.scan_window, n)
+    window = [ids[(start + k) % n] for k in range(size)] if n else []
+    next_start = (start + size) % n if n else 0
+    result = Plan(window=window, window_start=start, next_start=next_start)
+
+    linked = {i for _, a, b in snap.edges for i in (a, b)}
+    superseding = {pair(a, b) for rel, a, b in snap.edges if rel == "SUPERSEDES"}
+    horizon = now - timedelta(days=settings.prune_days)
+
+    # Pairs: every window member against the whole workspace.
+    with_vectors = [i for i in ids if i in snap.vectors]
+    pairs: dict[tuple[int, int], float] = {}
+    if with_vectors:
+        matrix = np.stack([snap.vectors[i] for i in with_vectors])
+        position = {i: k for k, i in enumerate(with_vectors)}
+        for i in window:
+            if i not in position:
+                continue
+            sims = matrix @ snap.vectors[i]
+            for k in np.nonzero(sims >= settings.cluster_low)[0]:
+                j = with_vectors[k]
+                if j != i:
+                    key = pair(i, j)
+                    pairs[key] = max(pairs.get(key, -1.0), float(sims[k]))
+
+    involved: set[int] = set()
+    review: list[tuple[int, int, float, str]] = []
+    for (a, b), similarity in sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0])):
+        if (a, b) in snap.separate or (a, b) in superseding:
+            continue  # an agent already decided
+        ma, mb = snap.memories[a], snap.memories[b]
+        mergeable = (similarity >= settings.trivial_threshold and ma.category == mb.category
+                     and tag_overlap(ma.tags, mb.tags) >= 0.5
+                     and not disagree(ma.content, mb.content))
+        if mergeable:
+            if a in involved or b in involved:
+                continue  # one merge per memory per run; the next run continues
+            survivor, absorbed = (a, b) if (len(ma.content), -a) >= (len(mb.content), -b) \
+                else (b, a)
+            result.merges.append((survivor, absorbed, similarity))
+            involved.update((a, b))
+        elif value_disagreement(ma.content, mb.content):
+            review.append((a, b, similarity, "value_conflict"))
+        elif same_subject(ma.content, mb.content):
+            review.append((a, b, similarity, "similar"))
+        # different subjects: separate for good, nothing to decide
+    result.clusters = _clusters(review, snap, settings.max_clusters)
+
+    for i in window:
+        m = snap.memories[i]
+        if (i not in involved and i not in linked and m.updated_at < horizon
+                and m.importance <= settings.prune_max_importance
+                and (m.accessed_at is None or m.accessed_at < horizon)):
+            result.prune.append(i)
+
+    result.cycles = supersession_cycles(snap.edges)
+    result.reembed = [i for i in ids if i not in snap.vectors
+                      or snap.memories[i].embedding_model != snap.model][:settings.reembed_max]
+    return result
+
+
+def _clusters(review, snap: Snapshot, limit: int) -> list[dict]:
+    parent: dict[int, int] = {}
+
+    def root(x: int) -> int:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b, _, _ in review:
+        parent[root(a)] = root(b)
+    groups: dict[int, list] = {}
+    for a, b, similarity, gate in review:
+        groups.setdefault(root(a), []).append((a, b, similarity, gate))
+    clusters = []
+    for members in groups.values():
+        ids = sorted({i for a, b, _, _ in members for i in (a, b)})
+        conflict = any(g == "value_conflict" for *_, g in members)
+        clusters.append({
+            "memories": [{"id": i, "content": snap.memories[i].content[:200]} for i in ids],
+            "pairs": [{"ids": [a, b], "similarity": round(s, 3), "gate": g}
+                      for a, b, s, g in members],
+            "gate": "value_conflict" if conflict else "similar",
+            "resolution": (
+                "values disagree: if one replaces the other, memory_relate(from_id=<newer>, "
+                "to_id=<older>, relationship='SUPERSEDES') (nothing is deleted); if both hold, "
+                "memory_keep_separate(memory_ids=[...])" if conflict else
+                "merge by hand (memory_update the keeper, memory_delete the rest), supersede, "
+                "or memory_keep_separate(memory_ids=[...]) if all hold"),
+            "max_similarity": round(max(s for _, _, s, _ in members), 3),
+        })
+    clusters.sort(key=lambda c: -c["max_similarity"])
+    return clusters[:limit]
+
+
+# -- applying a plan -------------------------------------------------------------------------
+
+def _unchanged(store, snap: Snapshot, ids) -> bool:
+    return all(i in store.catalog and store.catalog[i].updated_at == snap.memories[i].updated_at
+               for i in ids)
+
+
+def apply_merge(store, snap: Snapshot, survivor_id: int, absorbed_id: int) -> bool:
+    """Fold `absorbed` into `survivor`: longer content, tags united, highest importance,
+    access counts summed, every edge and verdict rewired (parallel ones kept once)."""
+    with store.writing():
+        if not _unchanged(store, snap, (survivor_id, absorbed_id)):
+            return False
+        keep, gone = store.catalog[survivor_id], store.catalog[absorbed_id]
+        now = utcnow()
+        merged = keep.copy(updated_at=now)
+        merged.tags = list(dict.fromkeys(keep.tags + gone.tags))
+        merged.importance = max(keep.importance, gone.importance)
+        merged.access_count = keep.access_count + gone.access_count
+        merged.created_at = min(keep.created_at, gone.created_at)
+        stamps = [t for t in (keep.accessed_at, gone.accessed_at) if t is not None]
+        merged.accessed_at = max(stamps) if stamps else None
+        vector = None
+        if len(gone.content) > len(keep.content):
+            merged.content, merged.content_hash = gone.content, gone.content_hash
+            vector = store.vectors.vector(absorbed_id)
+        new_edges = []
+        for rel, a, b in store.graph.edges:
+            if absorbed_id not in (a, b):
+                continue
+            a2 = survivor_id if a == absorbed_id else a
+            b2 = survivor_id if b == absorbed_id else b
+            edge = (rel, a2, b2)
+            if a2 != b2 and edge not in store.graph.edges and edge not in new_edges:
+                new_edges.append(edge)
+        new_verdicts = []
+        for low, high in store.graph.separate:
+            if absorbed_id in (low, high):
+                other = high if low == absorbed_id else low
+                key = pair(survivor_id, other)
+                if other != survivor_id and key not in store.graph.separate \
+                        and key not in new_verdicts:
+                    new_verdicts.append(key)
+        with store.db.transaction() as db:
+            db.delete([absorbed_id], gone.tags)
+            db.update(merged, vector, keep.tags)
+            for rel, a, b in new_edges:
+                db.add_edge(rel, a, b, now)
+            for low, high in new_verdicts:
+                db.add_verdict(low, high, now)
+        store.unindexed([absorbed_id])
+        store.indexed([merged], {survivor_id: vector} if vector is not None else {})
+        for edge in new_edges:
+            store.graph.add(*edge)
+        for low, high in new_verdicts:
+            store.graph.keep_separate(low, high)
+    return True
+
+
+def apply_prune(store, snap: Snapshot, memory_id: int) -> bool:
+    with store.writing():
+        if not _unchanged(store, snap, (memory_id,)) or store.graph.of(memory_id):
+            return False
+        with store.db.transaction() as db:
+            db.delete([memory_id], store.catalog[memory_id].tags)
+        store.unindexed([memory_id])
+    return True
+
+
+def apply_reembed(store, snap: Snapshot, embedder, ids: list[int]) -> int:
+    texts = [snap.memories[i].content for i in ids]
+    vectors = embedder.embed(texts) if texts else []  # outside the lock
+    done = 0
+    with store.writing():
+        fresh = []
+        for i, vector in zip(ids, vectors):
+            m = store.catalog.get(i)
+            if m is None or m.content != snap.memories[i].content:
+                continue
+            fresh.append((m.copy(embedding_model=store.model), vector))
+        if fresh:
+            with store.db.transaction() as db:
+                for m, vector in fresh:
+                    db.update(m, vector, m.tags)
+            store.indexed([m for m, _ in fresh], {m.id: v for m, v in fresh})
+            done = len(fresh)
+    return done
+
+
+def dream(store, workspace: str, embedder, settings, dry_run: bool = False,
+          force: bool = False, progress=lambda done, total, message: None) -> dict:
+    started = time.monotonic()
+    now = utcnow()
+    snap = take_snapshot(store, workspace)
+    gate = gates(store, workspace, snap, settings, now)
+    report: dict = {"workspace": workspace, "dry_run": dry_run, "gates": gate}
+    if not gate["open"] and not force:
+        report["status"] = "skipped"
+        return report
+    window_start = int(store.db.meta(_state_key(workspace, "window_start")) or 0)
+    progress(0, 5, "planning")
+    p = plan(snap, settings, window_start, now)
+    total = len(snap.memories)
+    report["scan_coverage"] = {
+        "examined": len(p.window), "corpus": total, "window_start": p.window_start,
+        "window_ids": p.window,
+        "next_window_start": p.next_start,
+        "runs_for_full_coverage": math.ceil(total / settings.scan_window) if total else 0,
+        "fraction": round(len(p.window) / total, 4) if total else 1.0,
+    }
+    report["supersession_cycles"] = p.cycles
+    report["clusters"] = p.clusters
+    orphans = store.db.orphan_topics()
+    if dry_run:
+        progress(5, 5, "planned (dry run: nothing changed)")
+        report.update(status="planned", would_prune=p.prune,
+                      would_merge=[{"survivor": s, "absorbed": a, "similarity": round(x, 3)}
+                                   for s, a, x in p.merges],
+                      would_reembed=len(p.reembed), orphan_topics=orphans)
+        report["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
+        return report
+
+    progress(1, 5, f"merging {len(p.merges)} pairs")
+    merged = [{"survivor": s, "absorbed": a, "similarity": round(x, 3)}
+              for s, a, x in p.merges if apply_merge(store, snap, s, a)]
+    progress(2, 5, f"pruning {len(p.prune)} memories")
+    pruned = [i for i in p.prune if apply_prune(store, snap, i)]
+    progress(3, 5, f"re-embedding {len(p.reembed)} memories")
+    reembedded = apply_reembed(store, snap, embedder, p.reembed)
+    progress(4, 5, "graph signal")
+    graph_report = refresh_signal(store, workspace)
+    with store.writing():
+        with store.db.transaction() as db:
+            db.reap_all_topics()
+            db.set_meta(_state_key(workspace, "last_at"), utcnow().isoformat())
+            db.set_meta(_state_key(workspace, "window_start"), str(p.next_start))
+    progress(5, 5, "done")
+    report.update(status="done", merged=merged, pruned=pruned, reembedded=reembedded,
+                  topics_reaped=orphans, graph=graph_report)
+    report["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
+    return report
+
+
+def refresh_signal(store, workspace: str) -> dict:
+    """Recompute PageRank and communities over RELATED_TO/EXPLAINS for one workspace."""
+    with store.reading():
+        ids = [i for i, m in store.catalog.items() if m.workspace == workspace]
+        members = set(ids)
+        # RELATED_TO is symmetric; "a EXPLAINS b" makes b, the thing explained, central.
+        arcs = []
+        for rel, a, b in store.graph.edges:
+            if a in members and b in members:
+                if rel == "RELATED_TO":
+                    arcs += [(a, b), (b, a)]
+                elif rel == "EXPLAINS":
+                    arcs.append((a, b))
+    signal = compute_signal(arcs)  # no lock: pure computation
+    with store.writing():
+        live = [i for i in ids if i in store.catalog]
+        signal = {i: v for i, v in signal.items() if i in store.catalog}
+        with store.db.transaction() as db:
+            db.save_signal(live, signal)
+        for i in live:
+            store.signal.pop(i, None)
+        store.signal.update(signal)
+    return {"nodes": len(signal), "arcs": len(arcs),
+            "communities": len({c for _, c in signal.values()})}

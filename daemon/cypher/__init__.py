@@ -1,0 +1,1 @@
+"""memory_query's engine side: the guard that classifies a query and the worker process that runs it."""

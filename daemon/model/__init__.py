@@ -1,0 +1,1 @@
+"""The embedding model, loaded once per daemon."""

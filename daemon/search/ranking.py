@@ -1,0 +1,346 @@
+"""Hybrid ranking: a vector channel and a keyword channel, fused, then nudged by recency and
+importance. Three fusion modes (MEMORY_FUSION):
+
+- context (default): every candidate is scored on both channels (cosine; BM25 over the
+  query's content words, function words dropped, divided by the query's best BM25) and the
+  two are averaged. Added to that: the share of the query's terms (IDF-weighted) that the
+  memory and its neighbours contain between them, and a small lift when the query names one
+  of the memory's tags (a person, a project). Finally each memory takes a share of its best
+  neighbour's score. Neighbours are the memories stored just before and after it in the same
+  workspace (two each way), each within an hour of the next: memories written together (the
+  turns of a conversation, the notes of one session) explain each other, and the answer to a
+  question is often next to the memory that shares its words.
+- legacy: raw cosine plus BM25 divided by the best BM25 of the query; scores keep meaning
+  (a weak match scores low whatever its rank).
+- rrf: reciprocal rank fusion, (K+1)/(K+rank) per channel; only each channel's ordering
+  counts, so the two channels' scales cannot interact.
+
+bench/locomo.py measures them; bench/RESULTS.md records why the constants are what they are.
+"""
+import math
+from dataclasses import dataclass, field
+from functools import partial
+from itertools import repeat
+
+import numpy as np
+
+from ..core.growable import grown
+from .query_analysis import QueryAnalysis, analyse
+from ..core.records import Memory, utcnow
+
+FUSION_MODES = ("context", "legacy", "rrf")
+DEFAULT_FUSION = "context"
+
+VECTOR_WEIGHT = 0.7
+KEYWORD_WEIGHT = 0.3
+IMPORTANCE_WEIGHT = 0.05
+RECENCY_WEIGHT = 0.05
+RECENCY_HALF_LIFE_DAYS = 30.0
+
+# context mode (chosen on LOCOMO conv-26, confirmed on conv-30: see bench/RESULTS.md)
+CONTEXT_VECTOR_WEIGHT = 0.5
+CONTEXT_KEYWORD_WEIGHT = 0.5
+COVERAGE_WEIGHT = 0.2     # share of the query's terms (IDF-weighted) in the memory's window
+TAG_BOOST = 0.04          # the query names one of the memory's tags
+NEIGHBOUR_WEIGHTS = (0.6, 0.4)  # share of the best neighbour's score at distance 1, 2
+NEIGHBOUR_WINDOW_S = 3600.0     # neighbours were stored at most this far apart
+EXPAND_FROM = 20          # the neighbours of this many best candidates become candidates
+SUPERSEDED_FACTOR = 0.5   # a memory another one supersedes ranks at this share of its score
+
+
+@dataclass
+class SearchFilter:
+    workspace: str | None  # None: every workspace in the database
+    category: str | None = None
+    tags: list[str] = field(default_factory=list)  # any of these
+    min_importance: int = 1
+
+    def admits(self, m: Memory) -> bool:
+        return ((self.workspace is None or m.workspace == self.workspace)
+                and (self.category is None or m.category == self.category)
+                and (not self.tags or any(t in m.tags for t in self.tags))
+                and m.importance >= self.min_importance)
+
+
+class Ranked:
+    """A candidate and its score; `parts`, what the score is made of, is worked out when
+    first read (explain, and the few candidates a later step adjusts): a ranking builds
+    hundreds of candidates to show ten."""
+    __slots__ = ("memory", "score", "_parts", "_explain")
+
+    def __init__(self, memory: Memory, score: float, parts: dict | None = None,
+                 explain=None):
+        self.memory, self.score, self._parts, self._explain = memory, score, parts, explain
+
+    @property
+    def parts(self) -> dict:
+        if self._parts is None:
+            self._parts, self._explain = self._explain(), None
+        return self._parts
+
+
+def _recency(m: Memory, now) -> float:
+    age_days = max(0.0, (now - m.updated_at).total_seconds() / 86400.0)
+    return math.pow(0.5, age_days / RECENCY_HALF_LIFE_DAYS)
+
+
+def fuse(vector_hits: list[tuple[int, float]], keyword_hits: list[tuple[int, float]],
+         catalog: dict[int, Memory], mode: str, rrf_k: int) -> list[Ranked]:
+    if mode == "rrf":
+        vec = {i: (rrf_k + 1) / (rrf_k + rank) for rank, (i, _) in enumerate(vector_hits, 1)}
+        kw = {i: (rrf_k + 1) / (rrf_k + rank) for rank, (i, _) in enumerate(keyword_hits, 1)}
+    else:
+        vec = {i: max(0.0, s) for i, s in vector_hits}
+        best = max((s for _, s in keyword_hits), default=0.0)
+        kw = {i: s / best for i, s in keyword_hits} if best > 0 else {}
+    now = utcnow()
+    ranked = []
+    for memory_id in vec.keys() | kw.keys():
+        m = catalog.get(memory_id)
+        if m is None:
+            continue
+        parts = {
+            "vector": VECTOR_WEIGHT * vec.get(memory_id, 0.0),
+            "keyword": KEYWORD_WEIGHT * kw.get(memory_id, 0.0),
+            "importance": IMPORTANCE_WEIGHT * (m.importance - 1) / 4,
+            "recency": RECENCY_WEIGHT * _recency(m, now),
+        }
+        ranked.append(Ranked(m, sum(parts.values()), parts))
+    ranked.sort(key=lambda r: (-r.score, -r.memory.id))
+    return ranked
+
+
+def rank(store, query: str, query_vector, flt: SearchFilter, pool: int, mode: str,
+         rrf_k: int) -> list[Ranked]:
+    """Every candidate the two channels find for `query` within the filter, best first.
+    Call with the store's read lock held."""
+    if mode == "context":
+        return rank_context(store, analyse(query), query_vector, flt, pool)
+    allowed = scope_ids(store, flt)
+    vector_hits = store.vectors.search(query_vector, allowed, pool)
+    keyword_hits = [(i, s) for i, s in store.keywords.search(
+        query, pool, flt.workspace, [flt.category] if flt.category else None,
+        flt.tags or None) if allowed is None or i in allowed]
+    return fuse(vector_hits, keyword_hits, store.catalog, mode, rrf_k)
+
+
+def demote_superseded(graph, ranked: list) -> list:
+    """A memory another one supersedes ranks at half its score, unless the two are caught
+    in a SUPERSEDES cycle: then nobody knows which is current, and none is demoted."""
+    demoted = False
+    for r in ranked:
+        if graph.superseded_by(r.memory.id) and not graph.supersession_cycle(r.memory.id):
+            r.parts["superseded"] = -r.score * (1 - SUPERSEDED_FACTOR)
+            r.score *= SUPERSEDED_FACTOR
+            demoted = True
+    if demoted:
+        ranked.sort(key=lambda r: (-r.score, -r.memory.id))
+    return ranked
+
+
+# -- context mode ----------------------------------------------------------------------------
+
+SCOPES_KEPT = 64  # filters whose scope is kept per store version
+
+
+def scope_ids(store, flt: SearchFilter) -> frozenset[int] | None:
+    """The ids the filter admits, or None when it admits every memory. (Only narrows what
+    the channels look at: every candidate is checked against the filter again.)"""
+    catalog = store.catalog
+    if not (flt.category or flt.tags or flt.min_importance > 1):
+        if flt.workspace is None:
+            return None
+        if store.per_workspace.get(flt.workspace, 0) == len(catalog):
+            return None  # the common case: one workspace per database
+    # Otherwise every memory is tested (2.5 ms at 10k): keep the answer until a write.
+    key = (flt.workspace, flt.category, tuple(flt.tags), flt.min_importance)
+    version, known = store.scopes
+    if version != store.version:
+        known = {}
+        store.scopes = (store.version, known)  # replaced whole: readers share it safely
+    if key not in known:
+        if len(known) >= SCOPES_KEPT:
+            known.clear()
+        scope = [m.id for m in catalog.values() if flt.admits(m)]
+        known[key] = None if len(scope) == len(catalog) else frozenset(scope)
+    return known[key]
+
+
+REACH = len(NEIGHBOUR_WEIGHTS)
+# per column of Timeline.neighbours(): REACH before, then REACH after
+_COLUMN_WEIGHTS = np.array(NEIGHBOUR_WEIGHTS * 2, dtype=np.float64)
+_WINDOW_US = int(NEIGHBOUR_WINDOW_S * 1_000_000)
+_TERMS_PER_PASS = 64  # TermTable.bits gives one bit per term in a uint64
+
+
+class _Evidence:
+    """Each memory's own evidence for one query, for many memories at once: both channels,
+    the share of the query's terms (IDF-weighted) found in it and its neighbours, and whether
+    the query names one of its tags. Arrays in, arrays out: a thousand memories per query."""
+
+    def __init__(self, store, q: QueryAnalysis, scores, keyword: dict[int, float]):
+        """`scores`: the query's indexes.Scores; `keyword`: normalised BM25 by id."""
+        self.store, self.q, self.scores, self.keyword = store, q, scores, keyword
+        self.neighbours = store.timeline.neighbours(REACH, _WINDOW_US)
+        keywords = store.keywords
+        idf = {t: keywords.idf(t) for t in dict.fromkeys(keywords.analyse(" ".join(q.keywords)))}
+        self.terms = [t for t, w in idf.items() if w > 0]
+        self.weights = [idf[t] for t in self.terms]
+        self.idf_total = sum(self.weights)
+        self.tag_named: dict[str, bool] = {}
+        # per pass of 64 terms: which memories were looked up, and their bits (by id)
+        self._known: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        # base() by id: ranking asks about the first candidates twice (own score, then as
+        # part of every candidate's window)
+        self._done = np.zeros(0, dtype=bool)
+        self._total = np.zeros(0, dtype=np.float64)
+        self._parts: dict[str, np.ndarray] = {}
+
+    def window(self, ids: np.ndarray) -> np.ndarray:
+        """The neighbours of each of `ids` (0: none), one column per place."""
+        ok = (ids > 0) & (ids < len(self.neighbours))
+        return np.where(ok[:, None], self.neighbours[np.where(ok, ids, 0)], 0)
+
+    def base(self, ids: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The evidence total of each of `ids` (0: no memory), and its parts; each id is
+        worked out once per query."""
+        size = int(ids.max(initial=0)) + 1
+        if size > len(self._done):
+            size = max(size, len(self.neighbours))
+            self._done = grown(self._done, size)
+            self._total = grown(self._total, size)
+            self._parts = {name: grown(values, size) for name, values in self._parts.items()}
+        new = ids[~self._done[ids]]
+        if len(new):
+            new = np.unique(new)
+            total, parts = self._base(new)
+            self._done[new] = True
+            self._total[new] = total
+            for name, values in parts.items():
+                if name not in self._parts:
+                    self._parts[name] = np.zeros(len(self._done), dtype=np.float64)
+                self._parts[name][new] = values
+        return self._total[ids], {name: values[ids] for name, values in self._parts.items()}
+
+    def _base(self, ids: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        parts = {"vector": CONTEXT_VECTOR_WEIGHT * np.maximum(
+                     0.0, self.scores.cosines(ids)),
+                 "keyword": CONTEXT_KEYWORD_WEIGHT * np.fromiter(
+                     map(self.keyword.get, ids.tolist(), repeat(0.0)), dtype=np.float64,
+                     count=len(ids))}
+        if self.idf_total > 0:
+            parts["coverage"] = COVERAGE_WEIGHT * self._covered(ids) / self.idf_total
+        named = self._names_a_tag(ids)
+        if named.any():
+            parts["tag"] = np.where(named, TAG_BOOST, 0.0)
+        total = parts["vector"] + parts["keyword"]
+        for name in ("coverage", "tag"):
+            if name in parts:
+                total = total + parts[name]
+        return total, parts
+
+    def _covered(self, ids: np.ndarray) -> np.ndarray:
+        """The IDF weight of the query's terms found in each memory or its neighbours."""
+        around = np.concatenate([ids[:, None], self.window(ids)], axis=1)
+        covered = np.zeros(len(ids), dtype=np.float64)
+        for first in range(0, len(self.terms), _TERMS_PER_PASS):
+            seen = np.bitwise_or.reduce(self._bits(first, around), axis=1)
+            for j, weight in enumerate(self.weights[first:first + _TERMS_PER_PASS]):
+                # in term order, adding 0.0 where absent: the same sum as term by term
+                covered = covered + weight * ((seen >> np.uint64(j)) & np.uint64(1))
+        return covered
+
+    def _bits(self, first: int, ids: np.ndarray) -> np.ndarray:
+        """Which of the query's terms first..first+63 each of `ids` contains (one bit each),
+        asking the term table only about memories this query has not asked about yet."""
+        known = self._known.get(first)
+        if known is None:
+            size = max(len(self.neighbours), int(ids.max(initial=0)) + 1)
+            known = self._known[first] = (np.zeros(size, dtype=bool),
+                                          np.zeros(size, dtype=np.uint64))
+        asked, bits = known
+        ids = np.where((ids > 0) & (ids < len(asked)), ids, 0)
+        new = np.sort(ids[~asked[ids]])
+        if len(new):
+            new = new[np.concatenate(([True], new[1:] != new[:-1]))]  # each once
+            asked[new] = True
+            bits[new] = self.store.keywords.term_bits(
+                self.terms[first:first + _TERMS_PER_PASS], new)
+        return bits[ids]
+
+    def _names_a_tag(self, ids: np.ndarray) -> np.ndarray:
+        catalog, named = self.store.catalog, self.tag_named
+        out = np.zeros(len(ids), dtype=bool)
+        for i, memory_id in enumerate(ids.tolist()):
+            m = catalog.get(memory_id)
+            for tag in (m.tags if m is not None else ()):
+                hit = named.get(tag)
+                if hit is None:
+                    hit = named[tag] = self.q.names_tag(tag)
+                if hit:
+                    out[i] = True
+                    break
+        return out
+
+
+def rank_context(store, q: QueryAnalysis, query_vector, flt: SearchFilter,
+                 pool: int) -> list[Ranked]:
+    catalog, keywords = store.catalog, store.keywords
+    allowed = scope_ids(store, flt)
+    scores = store.vectors.scores(query_vector)
+    # Candidates: each channel's best `pool` within the filter.
+    vector_hits = scores.best(allowed, pool)
+    keyword_hits = [(i, s) for i, s in keywords.search(
+        " ".join(q.keywords), pool, flt.workspace, [flt.category] if flt.category else None,
+        flt.tags or None) if allowed is None or i in allowed]
+    best = max((s for _, s in keyword_hits), default=0.0)
+    keyword = {i: s / best for i, s in keyword_hits} if best > 0 else {}
+    candidates = [catalog[i] for i in dict.fromkeys([i for i, _ in vector_hits] +
+                                                    [i for i, _ in keyword_hits])
+                  if i in catalog and flt.admits(catalog[i])]
+    evidence = _Evidence(store, q, scores, keyword)
+
+    # A memory next to a strong match may match nothing itself: it is a candidate too.
+    ids = np.array([m.id for m in candidates], dtype=np.int64)
+    own, _ = evidence.base(ids)
+    strongest = ids[np.lexsort((-ids, -own))[:EXPAND_FROM]]
+    seen_ids = set(ids.tolist())
+    for other_id in evidence.window(strongest).ravel().tolist():
+        other = catalog.get(other_id) if other_id else None
+        if other is not None and other_id not in seen_ids and flt.admits(other):
+            seen_ids.add(other_id)
+            candidates.append(other)
+
+    # Each candidate's evidence, plus a share of its best neighbour's.
+    ids = np.array([m.id for m in candidates], dtype=np.int64)
+    window = evidence.window(ids)
+    involved = np.unique(np.concatenate([ids, window.ravel()]))
+    totals, parts = evidence.base(involved)
+    own = np.searchsorted(involved, ids)
+    shares = np.where(window > 0, _COLUMN_WEIGHTS * totals[np.searchsorted(involved, window)],
+                      0.0)
+    lifts = np.maximum(0.0, shares.max(axis=1, initial=0.0))
+    n = len(candidates)
+    now = utcnow()
+    importance = IMPORTANCE_WEIGHT * (np.fromiter(
+        (m.importance for m in candidates), dtype=np.float64, count=n) - 1) / 4
+    age_days = np.maximum(0.0, np.fromiter(
+        ((now - m.updated_at).total_seconds() for m in candidates), dtype=np.float64,
+        count=n) / 86400.0)
+    recency = RECENCY_WEIGHT * np.power(0.5, age_days / RECENCY_HALF_LIFE_DAYS)
+    scores = (totals[own] + lifts + importance + recency).tolist()
+    columns = {name: values[own] for name, values in parts.items()}
+    columns.update(context=lifts, importance=importance, recency=recency)
+    explain = partial(_parts_of, columns)
+    ranked = [Ranked(m, score, explain=partial(explain, j))
+              for j, (m, score) in enumerate(zip(candidates, scores))]
+    ranked.sort(key=lambda r: (-r.score, -r.memory.id))
+    return ranked
+
+
+def _parts_of(columns: dict[str, np.ndarray], j: int) -> dict:
+    """Candidate j's score in parts (a tag part only where the query named a tag)."""
+    found = {name: float(values[j]) for name, values in columns.items()}
+    if found.get("tag") == 0.0:
+        del found["tag"]
+    return found

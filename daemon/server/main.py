@@ -1,0 +1,258 @@
+"""memnestd entry point: settings, logging, the single-instance check, model, serve, drain."""
+import argparse
+import logging
+import logging.handlers
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from memnest_proto import paths
+from memnest_proto.version import VERSION
+
+from ..core.config import Settings
+
+log = logging.getLogger("memnestd")
+GIL_SWITCH_SECONDS = 0.0005
+
+
+class _StderrCopy(logging.Handler):
+    """The log's copy on stderr (the journal, a terminal). The file has every record; this copy
+    must never hold a call up: a pipe nobody drains fills up and would block whichever thread
+    logs. Lines go through a bounded queue to a writer thread and are dropped when it is full."""
+
+    def __init__(self, stream, max_lines: int = 1000):
+        super().__init__()
+        self._lines: queue.Queue[str] = queue.Queue(maxsize=max_lines)
+        self._stream = stream
+        threading.Thread(target=self._write, name="stderr-log", daemon=True).start()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._lines.put_nowait(self.format(record) + "\n")
+        except queue.Full:
+            pass
+        except Exception:  # noqa: BLE001 - logging must not fail the caller
+            self.handleError(record)
+
+    def _write(self) -> None:
+        while True:
+            line = self._lines.get()
+            try:
+                self._stream.write(line)
+                self._stream.flush()
+            except (OSError, ValueError):
+                pass
+
+    def settle(self, timeout: float = 1.0) -> None:
+        """At exit: give queued lines a moment to reach the stream, never more."""
+        deadline = time.monotonic() + timeout
+        while not self._lines.empty() and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+
+def _setup_logging(to_stderr: bool) -> Path:
+    log_path = paths.log_file()
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    fmt = logging.Formatter("%(asctime)s %(levelname)s [%(process)d %(threadName)s] "
+                            "%(name)s: %(message)s")
+    root = logging.getLogger()
+    root.setLevel(os.environ.get("MEMNEST_LOG_LEVEL", "INFO").upper())
+    file_handler = logging.handlers.RotatingFileHandler(log_path, maxBytes=5_000_000,
+                                                        backupCount=3)
+    file_handler.setFormatter(fmt)
+    root.addHandler(file_handler)
+    if to_stderr:
+        stderr = _StderrCopy(sys.stderr)
+        stderr.setFormatter(fmt)
+        root.addHandler(stderr)
+    return log_path
+
+
+def main(argv: list[str] | None = None) -> int:
+    # Every call crosses Python threads (the relay's pumps, gRPC, the worker), each waiting
+    # for the GIL; by default a thread holding it keeps it up to 5 ms. Handing it on after
+    # 0.5 ms: search through the shim 3.8x -> 3.1x the embedding (4 runs each, --quick).
+    sys.setswitchinterval(GIL_SWITCH_SECONDS)
+    parser = argparse.ArgumentParser(prog="memnestd", description=(
+        "The memnest daemon: owns every workspace's memory database and the embedding "
+        "model, and serves memnest-mcp and memnest-ctl over a Unix socket."))
+    parser.add_argument("--socket", help="socket path (default: $MEMNEST_SOCKET or "
+                        f"{paths.runtime_dir() / 'memnestd.sock'})")
+    parser.add_argument("--spawned", action="store_true",
+                        help="started on demand by a client: log only to the log file, exit "
+                             "after MEMNEST_IDLE_EXIT_MINUTES (default 30) without clients")
+    parser.add_argument("--service", action="store_true",
+                        help="run by a service manager (systemd, launchd): never exit when "
+                             "idle, and after an upgrade request exit with status 75 "
+                             "so that the manager starts the new version")
+    parser.add_argument("--version", action="version", version=f"memnestd {VERSION}")
+    args = parser.parse_args(argv)
+    if args.socket:
+        os.environ["MEMNEST_SOCKET"] = args.socket
+
+    from .. import tune_malloc
+    tune_malloc()
+    # Every file and folder the daemon or the engine creates is private to this user: memory
+    # texts, logs and exports are readable by nobody else (group and others get nothing).
+    os.umask(0o077)
+    # Imported here so that `memnestd --help` stays fast.
+    from .listener import (AlreadyRunning, DaemonServer, InstanceLock, connected_clients,
+                         inherited_listener, listener_path, prepare_socket_dir,
+                         something_listens)
+
+    listener = inherited_listener()  # systemd socket activation
+    sock = paths.socket_path()
+    if listener is not None:
+        inherited = listener_path(listener)
+        if inherited is not None and inherited != sock:
+            # Clients reach us through the socket the manager created: that is our address.
+            print(f"memnestd: serving the inherited socket {inherited} (not {sock})",
+                  file=sys.stderr)
+            sock = inherited
+            os.environ["MEMNEST_SOCKET"] = str(sock)
+    settings = Settings.from_env()
+    idle_exit_minutes = _idle_exit_minutes()
+    prepare_socket_dir(sock)
+    try:
+        lock = InstanceLock(sock)
+    except AlreadyRunning:
+        print(f"memnestd is already running on {sock}", file=sys.stderr)
+        return 0
+    # Under systemd stderr is the journal; under launchd it is a file beside our own log.
+    to_stderr = not args.spawned and (not args.service or bool(os.environ.get("JOURNAL_STREAM")))
+    log_path = _setup_logging(to_stderr=to_stderr)
+    log.info("memnestd %s starting (pid %d), socket %s%s%s", VERSION, os.getpid(), sock,
+             " (inherited)" if listener is not None else "",
+             ", run by a service manager" if args.service else
+             ", on demand" if args.spawned else "")
+
+    stop_requested = []
+    server_ref: list = []
+
+    def on_signal(signum, _frame):
+        log.info("received %s", signal.Signals(signum).name)
+        stop_requested.append(signum)
+        if server_ref:
+            server_ref[0].request_stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    if listener is None and sock.exists() and something_listens(sock):
+        # Not a daemon of ours (we hold the lock): most likely a systemd socket unit, which
+        # starts the service-managed daemon on this very connection attempt.
+        print(f"memnestd: {sock} is already served by another listener (a systemd socket "
+              "unit?)", file=sys.stderr)
+        lock.release()
+        return 0
+
+    from ..model.embedder import Embedder, ModelUnavailable
+    from .servicer import MemnestService, Runtime
+    from .housekeeping import start_housekeeping
+    from ..curation.conflicts import neighbour_floor
+    from .upkeep import Upkeep
+    from ..store.store import StoreRegistry
+
+    try:
+        embedder = Embedder(settings.embedding_model, settings.embed_threads or None)
+    except ModelUnavailable as exc:
+        log.error("%s", exc)
+        print(f"memnestd: {exc}", file=sys.stderr)
+        lock.release()
+        return 1
+    stores = StoreRegistry(embedder.name, embedder.dim, settings.buffer_pool_mb,
+                           settings.max_db_gb, settings.db_threads, embedder.embed,
+                           settings.max_open_databases)
+    runtime = Runtime(embedder, stores, str(sock), str(log_path))
+    posing_as = os.environ.get("MEMNEST_TEST_REPORT_VERSION", "").strip()
+    if posing_as:  # test knob: report an older version, as a not-yet-upgraded daemon would
+        runtime.version = posing_as
+    server = DaemonServer(sock, lambda stop: MemnestService(runtime, settings, stop),
+                          listener=listener)
+    server.managed = args.service
+    server_ref.append(server)
+    if stop_requested:
+        lock.release()
+        return 0
+    try:
+        server.start()
+    except AlreadyRunning as exc:
+        log.info("not starting: %s", exc)
+        print(f"memnestd: {exc}", file=sys.stderr)
+        lock.release()
+        return 0
+    _sd_notify("READY=1")
+    start_housekeeping(stores, Upkeep(stores, embedder, settings),
+                       settings.idle_close_minutes * 60,
+                       neighbour_floor(settings))
+    if args.spawned and idle_exit_minutes > 0:
+        _start_idle_exit(server, sock, idle_exit_minutes * 60, connected_clients)
+    try:
+        server.wait()
+    finally:
+        _sd_notify("STOPPING=1")
+        server.stop()
+        stores.close_all()
+        lock.release()
+        log.info("memnestd stopped%s", f" (exit status {server.exit_code}: the service "
+                 "manager starts the new version)" if server.exit_code else "")
+        for handler in logging.getLogger().handlers:
+            if isinstance(handler, _StderrCopy):
+                handler.settle()
+    return server.exit_code
+
+
+def _idle_exit_minutes() -> float:
+    raw = os.environ.get("MEMNEST_IDLE_EXIT_MINUTES", "").strip()
+    try:
+        return float(raw) if raw else 30.0
+    except ValueError:
+        raise SystemExit(f"MEMNEST_IDLE_EXIT_MINUTES={raw!r} is not a number") from None
+
+
+def _start_idle_exit(server, sock: Path, idle_seconds: float, count_clients) -> None:
+    """An on-demand daemon leaves when nobody has been connected or calling for a while; the
+    next client starts it again. A service-managed daemon never does this."""
+    def loop():
+        alone_since = time.monotonic()
+        while not server.stopping():
+            time.sleep(min(30.0, max(0.2, idle_seconds / 5)))
+            clients = count_clients(sock)  # None where the platform cannot tell
+            now = time.monotonic()
+            if clients:
+                alone_since = now
+                continue
+            if server.activity.idle_seconds() < idle_seconds:
+                continue
+            if clients is not None and now - alone_since < idle_seconds:
+                continue
+            log.info("no clients and no calls for %g minutes: exiting (the next client "
+                     "starts memnestd again)", idle_seconds / 60)
+            server.request_stop()
+            return
+
+    threading.Thread(target=loop, name="idle-exit", daemon=True).start()
+
+
+def _sd_notify(state: str) -> None:
+    """Tell systemd (Type=notify) that we are ready or stopping; a no-op elsewhere."""
+    address = os.environ.get("NOTIFY_SOCKET")
+    if not address:
+        return
+    import socket
+    if address.startswith("@"):
+        address = "\0" + address[1:]
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+            s.connect(address)
+            s.sendall(state.encode())
+    except OSError as exc:
+        log.warning("could not notify systemd (%s): %s", state, exc)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

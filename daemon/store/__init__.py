@@ -1,0 +1,1 @@
+"""One open database with everything derived from it (MemoryStore), the registry of open stores, the graph mirror and verify."""

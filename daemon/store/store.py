@@ -1,0 +1,523 @@
+"""One open database with its derived state, and the registry that opens them on demand.
+
+A MemoryStore is the unit of consistency: the LadybugDB file (durable truth), the catalog of
+memories, the vector index and the keyword index. Writers hold its write lock across the
+database transaction and the index updates that follow the commit, so readers never see an
+index that disagrees with the database.
+"""
+import gc
+import logging
+import os
+import threading
+import time
+from collections import Counter
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from ..curation.conflicts import NeighbourCache, fill_rows
+from ..search.neighbour_table import NeighbourTable
+from ..storage.database import Database, ModelMismatch
+from ..storage.db_files import UnsafeLocation, unresolved
+from .graph import Graph
+from ..core.errors import ToolError, invalid
+from ..search.indexes import KeywordIndex, VectorIndex, keyword_text
+from ..core.records import Memory, utcnow
+from ..core.rwlock import RWLock
+from ..search.timeline import Timeline
+from ..storage import vector_snapshot
+
+log = logging.getLogger(__name__)
+
+# An open that had to read at least this many embeddings from the database writes the
+# vector snapshot at once rather than when the workspace closes.
+SNAPSHOT_AFTER_READING = 1000
+
+# Idle databases get their conflict neighbour rows found in the background: rows for this
+# many memories at a time (under the read lock), for at most FILL_SECONDS per housekeeping
+# tick, once no call has used the database for FILL_AFTER_IDLE_S.
+FILL_ROWS = 64
+FILL_SECONDS = 1.0
+FILL_AFTER_IDLE_S = 2.0
+MAX_OPEN = 16  # databases open at once (MEMNEST_MAX_OPEN_DATABASES)
+
+
+class MemoryStore:
+    def __init__(self, db_path: str, model: str, dim: int, buffer_pool_mb: int,
+                 max_db_gb: int, db_threads: int = 2, embed=None):
+        started = time.monotonic()
+        self.db_path = db_path
+        self.model = model
+        self._embed = embed  # texts -> vectors, for rows a crash left without an embedding
+        self.users = 0  # calls using this store right now; guarded by the registry's lock
+        self._access_lock = threading.Lock()
+        self._accessed: set[int] = set()  # access counts not yet written to the database
+        self._snapshot_lock = threading.Lock()
+        self._db_args = (model, dim, buffer_pool_mb, max_db_gb, db_threads)
+        self.db = Database(db_path, *self._db_args)
+        self.lock = RWLock()
+        self.catalog: dict[int, Memory] = {}
+        self.vectors = VectorIndex(dim)
+        self.keywords = KeywordIndex()
+        self.last_used = time.monotonic()
+        self.version = 0  # bumped by every change to the catalog or the indexes
+        self._load()
+        log.info("opened %s: %d memories in %.2fs", db_path, len(self.catalog),
+                 time.monotonic() - started)
+
+    def _load(self) -> None:
+        self.neighbours = NeighbourCache()  # conflict flags' nearest memories (conflicts.py)
+        self.scopes: tuple[int, dict] = (-1, {})  # search.scope_ids's answers at a version
+        snapshot = None if self.db.ephemeral else \
+            vector_snapshot.load(self.db_path, self.model, self.vectors.dim)
+        memories, embedded_ids, matrix, read, unembedded = self.db.load_all(snapshot)
+        memories, embedded_ids, matrix, unembedded = self._servable(
+            memories, embedded_ids, matrix, unembedded)
+        if snapshot is not None and snapshot.neighbours and not read and not unembedded \
+                and snapshot.rows.keys() == set(embedded_ids):
+            # every embedding is the snapshot's: so are the nearest memories found from them
+            self.neighbours = NeighbourCache(NeighbourTable.from_state(snapshot.neighbours))
+        # A row that names this model yet has no embedding lost a deferred one in a crash.
+        # (Rows made by hand name none: memory_stats reports them, memory_dream embeds them.)
+        lost = [m for m in unembedded if m.embedding_model == self.model]
+        if lost and self._embed is not None:
+            embedded_ids, matrix = self._embed_again(lost, embedded_ids, matrix)
+        self.catalog = {m.id: m for m in memories}
+        self.per_workspace = Counter(m.workspace for m in memories)
+        self.timeline = Timeline.of(memories)
+        self._by_hash = {(m.workspace, m.content_hash): m.id for m in memories}
+        self.vectors.load(embedded_ids, matrix)
+        self.keywords.upsert_many(memories, None if snapshot is None else snapshot.terms_for)
+        del snapshot
+        self.graph = Graph(self.db.load_edges(), self.db.load_verdicts())
+        self.signal = self.db.load_signal()  # memory id -> (pagerank, community)
+        # Ids are never reused, even after the newest memory is deleted: an agent may still
+        # hold an old id, and it must not come to mean another memory.
+        saved_next = int(self.db.meta("next_id") or 1)
+        if saved_next > self.id_limit:  # a row made behind our back pushed it up
+            log.warning("%s: the saved next id %d is past the ids this store serves; new "
+                        "memories continue after the largest id in use", self.db_path,
+                        saved_next)
+            saved_next = 1
+        self._next_id = max(max(self.catalog, default=0) + 1, saved_next)
+        # An open store is hundreds of thousands of long-lived objects (a 100k catalog:
+        # ~330k), and every full pass of Python's cycle collector walked them all: ~200 ms
+        # at 100k, paid by whichever search was allocating then. Frozen, the collector
+        # leaves them be; closing a store thaws them (StoreRegistry.close_idle) so that
+        # cycles among what it held can go.
+        gc.freeze()
+        if read >= SNAPSHOT_AFTER_READING and not self.db.ephemeral:
+            # Next time these come from the snapshot, even if the daemon never closes this
+            # workspace cleanly.
+            threading.Thread(target=self.save_snapshot, name="vector-snapshot",
+                             daemon=True).start()
+
+    def _servable(self, memories: list[Memory], embedded_ids: list[int], matrix: np.ndarray,
+                  unembedded: list[Memory]):
+        """Leave out rows whose id no tool would have given: several structures are arrays
+        indexed by id, and a row with id 400,000,000 (written by raw Cypher) had every open
+        run the daemon out of memory. memory_verify lists such rows."""
+        self.id_limit = servable_id_limit(len(memories))
+        outside = [m.id for m in memories if not 1 <= m.id <= self.id_limit]
+        if not outside:
+            return memories, embedded_ids, matrix, unembedded
+        log.warning("%s: %d memories have ids outside 1..%d and are not served (e.g. %s); "
+                    "`memnest-ctl verify` lists them", self.db_path, len(outside),
+                    self.id_limit, outside[:5])
+        keep = [k for k, i in enumerate(embedded_ids) if 1 <= i <= self.id_limit]
+        return ([m for m in memories if 1 <= m.id <= self.id_limit],
+                [embedded_ids[k] for k in keep], matrix[keep],
+                [m for m in unembedded if 1 <= m.id <= self.id_limit])
+
+    def _embed_again(self, memories: list[Memory], ids: list[int], matrix: np.ndarray):
+        """Rows whose deferred embeddings a crash lost (database.Database.transaction) get
+        them again from the model, before the store serves a call."""
+        vectors = np.asarray(self._embed([m.content for m in memories]), dtype=np.float32)
+        with self.db.transaction() as db:
+            db.write_embeddings({m.id: v for m, v in zip(memories, vectors)})
+        log.warning("%s: embedded %d memories again (their embeddings were not yet written "
+                    "when the daemon stopped)", self.db_path, len(memories))
+        return ids + [m.id for m in memories], np.concatenate([matrix, vectors])
+
+    def save_snapshot(self) -> None:
+        """Write the vector snapshot (vector_snapshot.py) from the index as it is now."""
+        with self._snapshot_lock:
+            with self.lock.read():
+                ids, matrix = self.vectors.rows()
+                keep = [i for i, memory_id in enumerate(ids.tolist())
+                        if memory_id in self.catalog
+                        and self.catalog[memory_id].embedding_model == self.model]
+                table = self.neighbours.table
+                neighbours = table.state() if table is not None and len(keep) == len(ids) \
+                    else None  # its rows may list memories the snapshot leaves out
+                ids, matrix = ids[keep], matrix[keep]  # copies: the views go with the lock
+                memories = [self.catalog[memory_id] for memory_id in ids.tolist()]
+                contents = [m.content for m in memories]
+                texts = [keyword_text(m) for m in memories]
+                terms = [self.keywords.terms_of(m.id) for m in memories]
+            vector_snapshot.save(self.db_path, self.model, ids, contents, matrix, texts, terms,
+                                 neighbours)
+
+    @contextmanager
+    def reading(self):
+        self.last_used = time.monotonic()
+        with self.lock.read():
+            yield self
+
+    @contextmanager
+    def writing(self):
+        self.last_used = time.monotonic()
+        with self.lock.write():
+            yield self
+
+    @contextmanager
+    def database_closed(self):
+        """The database file closed for the block, for another process to use (memory_query's
+        worker), then opened again. Write lock held: no call sees it closed."""
+        self.db.close()
+        try:
+            yield
+        finally:
+            self.db = Database(self.db_path, *self._db_args)
+
+    def next_id(self) -> int:
+        """The id the next new memory gets (none is ever reused)."""
+        return self._next_id
+
+    def allocate_id(self) -> int:
+        """Call with the write lock held, then save_next_id() in the same transaction."""
+        memory_id = self._next_id
+        self._next_id += 1
+        return memory_id
+
+    def save_next_id(self) -> None:
+        self.db.set_meta("next_id", str(self._next_id))
+
+    # -- derived state, updated after a commit (write lock held) -------------------------
+
+    def indexed(self, memories: list[Memory], embeddings: dict[int, np.ndarray]) -> None:
+        self.version += 1
+        for m in memories:
+            old = self.catalog.get(m.id)
+            if old is not None:
+                self.per_workspace[old.workspace] -= 1
+                if self._by_hash.get((old.workspace, old.content_hash)) == m.id:
+                    del self._by_hash[(old.workspace, old.content_hash)]
+            self.per_workspace[m.workspace] += 1
+            self.catalog[m.id] = m
+            self._by_hash[(m.workspace, m.content_hash)] = m.id
+        for memory_id, vector in embeddings.items():
+            self.vectors.upsert(memory_id, vector)
+        self.timeline.put_many(memories)
+        self.keywords.upsert_many(memories)
+        self.neighbours.forget(self, [m.id for m in memories], [], list(embeddings))
+
+    def unindexed(self, ids: list[int]) -> None:
+        self.version += 1
+        self.graph.forget(ids)
+        for memory_id in ids:
+            self.signal.pop(memory_id, None)
+            self.vectors.remove(memory_id)
+            old = self.catalog.pop(memory_id, None)
+            if old is None:
+                continue
+            self.per_workspace[old.workspace] -= 1
+            if self._by_hash.get((old.workspace, old.content_hash)) == memory_id:
+                del self._by_hash[(old.workspace, old.content_hash)]
+        self.timeline.remove_many(ids)
+        self.keywords.remove_many(ids)
+        self.neighbours.forget(self, [], list(ids))
+
+    def record_access(self, ids) -> None:
+        """Count that these memories were returned to a caller. Read (or write) lock held:
+        the catalog changes at once, the database at the next flush_access()."""
+        now = utcnow()
+        with self._access_lock:
+            for memory_id in ids:
+                m = self.catalog.get(memory_id)
+                if m is not None:
+                    m.access_count += 1
+                    m.accessed_at = now
+                    self._accessed.add(memory_id)
+
+    def flush_access(self) -> int:
+        """Write pending access counts. Takes the write lock itself; returns how many."""
+        if not self._accessed:
+            return 0
+        with self.lock.write():
+            return self._save_access()
+
+    def flush_embeddings(self) -> None:
+        """Write the embeddings small stores left to the next checkpoint (database.py)."""
+        if self.db.has_pending():
+            with self.lock.write():
+                self.db.flush_pending()
+
+    def _save_access(self) -> int:
+        """Write lock held."""
+        with self._access_lock:
+            dirty, self._accessed = self._accessed, set()
+        rows = [self.catalog[i] for i in dirty if i in self.catalog]
+        if rows:
+            with self.db.transaction(checkpoint=False) as db:  # small rows, no embedding
+                db.save_access(rows)
+        return len(rows)
+
+    def reload(self) -> None:
+        """Rebuild the catalog and both indexes from the database: after anything changed
+        the database behind the daemon's back (a raw Cypher write). Write lock held."""
+        self._save_access()  # the catalog is about to be rebuilt: keep what it counted
+        vector_snapshot.discard(self.db_path)  # the write may have changed an embedding
+        self.db.forget_prepared()  # the schema may have changed too
+        self.vectors = VectorIndex(self.vectors.dim)
+        self.keywords = KeywordIndex()
+        self.version += 1
+        self._load()
+
+    # -- reads (read lock held) ----------------------------------------------------------
+
+    def in_scope(self, workspace: str | None) -> list[Memory]:
+        if workspace is None:
+            return list(self.catalog.values())
+        return [m for m in self.catalog.values() if m.workspace == workspace]
+
+    def find_hash(self, workspace: str, digest: str) -> Memory | None:
+        memory_id = self._by_hash.get((workspace, digest))
+        return None if memory_id is None else self.catalog.get(memory_id)
+
+    def close(self) -> None:
+        try:
+            self.flush_access()
+        except Exception:
+            log.exception("%s: saving access counts failed", self.db_path)
+        if not self.db.ephemeral:
+            try:
+                self.save_snapshot()
+            except Exception:
+                log.exception("%s: saving the vector snapshot failed", self.db_path)
+        with self.lock.write():
+            self.db.close()
+
+
+def servable_id_limit(rows: int) -> int:
+    """The largest memory id a store serves: tools give ids in order, so ids far beyond the
+    number of rows come from elsewhere, and would size id-indexed arrays."""
+    return max(1_000_000, 4 * rows)
+
+
+def database_path(workspace: str, db_path: str) -> str:
+    """Where a workspace's memories live: MEMORY_DB_PATH when the caller set one (relative
+    paths are taken from the workspace), else <workspace>/.memnest/memory.lbug."""
+    if db_path == ":memory:":
+        return db_path
+    if db_path:
+        path = Path(db_path).expanduser()
+        return str(path if path.is_absolute() else Path(workspace) / path)
+    return str(Path(workspace) / ".memnest" / "memory.lbug")
+
+
+def check_workspace(workspace: str) -> str:
+    if not workspace:
+        raise invalid("no workspace was given: set MEMORY_WORKSPACE or start the client in a "
+                      "project directory")
+    if "\x00" in workspace or not os.path.isabs(workspace):
+        raise invalid(f"workspace {workspace!r} must be an absolute directory path")
+    resolved = os.path.realpath(workspace)
+    if not os.path.isdir(resolved):
+        raise invalid(f"workspace {workspace!r} is not an existing directory; check "
+                      "MEMORY_WORKSPACE or the directory the client runs in")
+    if _system_folder(resolved):
+        raise ToolError("permission_denied",
+                        f"{resolved} is a system folder, not a project: memnest keeps no "
+                        "memories there. Start the client in a project directory or set "
+                        "MEMORY_WORKSPACE")
+    owner = os.stat(resolved).st_uid
+    if owner != os.geteuid():
+        raise ToolError("permission_denied",
+                        f"{resolved} belongs to another user (uid {owner}); memnest keeps "
+                        "memories only in folders of the user it runs as")
+    return resolved
+
+
+# Folders that hold the system, not a project (and the parents of users' homes).
+_SYSTEM = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc",
+           "/run", "/sbin", "/sys", "/usr", "/var", "/System", "/Library", "/private/etc",
+           "/private/var")
+_SYSTEM_EXACT = ("/", "/home", "/Users", "/tmp", "/var/tmp", "/private/tmp", "/opt", "/srv",
+                 "/mnt", "/media", "/root" if os.geteuid() != 0 else "")
+_NOT_SYSTEM = ("/var/tmp/", "/var/folders/", "/private/var/folders/", "/run/user/")
+
+
+def _system_folder(path: str) -> bool:
+    if path in _SYSTEM_EXACT:
+        return True
+    if path.startswith(_NOT_SYSTEM) and path.rstrip("/") not in _SYSTEM_EXACT:
+        return False
+    return any(path == top or path.startswith(top + "/") for top in _SYSTEM)
+
+
+class StoreRegistry:
+    """Opens each database once, on first use, keeps it open while it is used, and closes it
+    after it has been idle for a while (an ephemeral `:memory:` database stays open)."""
+
+    def __init__(self, model: str, dim: int, buffer_pool_mb: int, max_db_gb: int,
+                 db_threads: int = 2, embed=None, max_open: int = MAX_OPEN):
+        self._open_args = (model, dim, buffer_pool_mb, max_db_gb, db_threads, embed)
+        self.max_open = max_open
+        self._stores: dict[str, MemoryStore] = {}
+        self._opening: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+        self.workspaces: dict[str, str] = {}  # caller workspace -> database path
+
+    def acquire(self, workspace: str, db_path: str) -> MemoryStore:
+        """The store for a workspace, marked in use until release()."""
+        path = database_path(workspace, db_path)
+        key = path if path == ":memory:" else unresolved(path)
+        with self._lock:
+            store = self._stores.get(key)
+            if store is None:
+                opening = self._opening.setdefault(key, threading.Lock())
+        if store is None:
+            with opening:  # one thread opens a given file; others wait for it
+                with self._lock:
+                    store = self._stores.get(key)
+                if store is None:
+                    self._make_room()
+                    store = self._open(key)
+                    with self._lock:
+                        self._stores[key] = store
+        with self._lock:
+            if self._stores.get(key) is not store:  # closed as idle in between: open again
+                return self.acquire(workspace, db_path)
+            store.users += 1
+            self.workspaces[workspace] = key
+        return store
+
+    def hold_open(self, workspace: str) -> MemoryStore | None:
+        """The store of a workspace if it is open now, marked in use (release() it after);
+        None if it is not open. For upkeep, which must not reopen what was closed."""
+        with self._lock:
+            store = self._stores.get(self.workspaces.get(workspace, ""))
+            if store is not None:
+                store.users += 1
+            return store
+
+    def release(self, store: MemoryStore, used: bool = True) -> None:
+        """`used`: a caller's call ends now, so the idle clock restarts (upkeep's own holds
+        pass False)."""
+        with self._lock:
+            store.users -= 1
+            if used:
+                store.last_used = time.monotonic()
+
+    def _make_room(self) -> None:
+        """Before another database opens: at `max_open` open ones, close the one used least
+        recently that no call is using (each open database holds ~35 MB and its threads:
+        opening workspace after workspace ran a daemon out of memory)."""
+        with self._lock:
+            if len(self._stores) < self.max_open:
+                return
+            free = [s for key, s in self._stores.items() if key != ":memory:" and s.users == 0]
+            if not free:
+                raise ToolError("resource_exhausted",
+                                f"{len(self._stores)} databases are open and every one is in "
+                                f"use (at most {self.max_open}, MEMNEST_MAX_OPEN_DATABASES); "
+                                "retry in a moment")
+            victim = min(free, key=lambda s: s.last_used)
+            del self._stores[victim.db_path]
+            self.workspaces = {w: k for w, k in self.workspaces.items() if k in self._stores}
+        log.info("closing %s: %d databases are open, the most at once", victim.db_path,
+                 self.max_open)
+        doomed = [victim]
+        del victim
+        self._closed(doomed)
+
+    def _open(self, key: str) -> MemoryStore:
+        try:
+            return MemoryStore(key, *self._open_args)
+        except ModelMismatch as exc:
+            raise ToolError("model_mismatch", str(exc)) from None
+        except UnsafeLocation as exc:
+            raise ToolError("permission_denied", f"will not open the database {key}: {exc}") \
+                from None
+        except (OSError, RuntimeError) as exc:
+            raise ToolError("storage_error", f"cannot open database {key}: {exc}") from None
+
+    def flush_deferred(self) -> None:
+        """Write what calls left for later: access counts and deferred embeddings."""
+        for store in self.stores():
+            for chore in (store.flush_access, store.flush_embeddings):
+                try:
+                    chore()
+                except Exception:
+                    log.exception("%s: %s failed", store.db_path, chore.__name__)
+
+    def fill_neighbours(self, floor: float, budget_s: float = FILL_SECONDS) -> int:
+        """Find conflict neighbour rows (conflicts.fill_rows) in databases no call has used
+        for FILL_AFTER_IDLE_S, for at most `budget_s`; stops as soon as a call uses one.
+        Returns how many rows were found."""
+        started, found = time.monotonic(), 0
+        for store in self.stores():
+            while time.monotonic() - started < budget_s:
+                with self._lock:
+                    idle = store.users == 0 and \
+                        time.monotonic() - store.last_used >= FILL_AFTER_IDLE_S
+                    if idle:
+                        store.users += 1  # not closed under our feet
+                if not idle:
+                    break
+                try:
+                    added = fill_rows(store, floor, FILL_ROWS)
+                finally:
+                    self.release(store, used=False)
+                found += added
+                if not added:
+                    break
+        return found
+
+    def close_idle(self, idle_seconds: float) -> list[str]:
+        """Close databases no call has used for `idle_seconds`; returns their paths."""
+        now = time.monotonic()
+        with self._lock:
+            idle = [s for key, s in self._stores.items() if key != ":memory:"
+                    and s.users == 0 and now - s.last_used >= idle_seconds]
+            for path in [s.db_path for s in idle]:  # no name is left holding a store
+                del self._stores[path]
+            self.workspaces = {w: k for w, k in self.workspaces.items() if k in self._stores}
+        closed = [s.db_path for s in idle]
+        for path, used in [(s.db_path, s.last_used) for s in idle]:
+            log.info("closing %s after %.0fs idle", path, now - used)
+        self._closed(idle)
+        return closed
+
+    @staticmethod
+    def _closed(stores: list[MemoryStore]) -> None:
+        """Close stores already taken out of the registry, and free what they held."""
+        if not stores:
+            return
+        for store in stores:
+            try:
+                store.close()
+            except Exception:
+                log.exception("closing %s failed", store.db_path)
+        del store
+        stores.clear()  # the caller's list: nothing keeps the closed stores alive
+        # What the closed stores held may sit in reference cycles among frozen objects:
+        # thaw everything, collect, and freeze what the open stores still hold.
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
+
+    def stores(self) -> list[MemoryStore]:
+        with self._lock:
+            return list(self._stores.values())
+
+    def close_all(self) -> None:
+        with self._lock:
+            stores, self._stores = list(self._stores.values()), {}
+        for store in stores:
+            try:
+                store.close()
+            except Exception:
+                log.exception("closing %s failed", store.db_path)

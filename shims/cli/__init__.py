@@ -1,0 +1,1 @@
+"""memnest-ctl: the command line (service units, editor configs, doctor, progress bars)."""

@@ -1,0 +1,317 @@
+"""`memnest-ctl config <client>`: put a memnest entry into an MCP client's own config file.
+
+The entry is merged into the file the client reads: other servers and every other key are kept,
+the previous file is backed up, the result is written atomically and read back. The entry runs
+this install's memnest-mcp by absolute path (editors do not start servers from your shell, so
+PATH is not to be relied on) and carries in `env` what a shim must pass to a daemon it starts,
+since MCP clients hand servers only a minimal environment: the project (MEMORY_WORKSPACE) and
+the embedding model when it is not the default one (a database refuses to be opened with a
+model other than the one that embedded it).
+"""
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..client import DaemonClient
+
+# The daemon's default model (daemon/config.py DEFAULT_MODEL; a test keeps the two equal).
+DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
+# Keys of `env` that `config` decides; any other key a user put there is kept.
+MANAGED_ENV = ("MEMORY_WORKSPACE", "MEMORY_EMBEDDING_MODEL", "MEMNEST_SOCKET", "MEMNEST_LOG_FILE")
+
+
+class ConfigError(Exception):
+    """The file cannot be merged safely; nothing was written. The message says what to do."""
+
+
+@dataclass(frozen=True)
+class ClientSpec:
+    name: str
+    title: str
+    servers_key: str          # the object mapping server names to server entries
+    per_project: bool         # the config file lives in the project
+    stdio_type: bool          # entries carry "type": "stdio"
+    reload_hint: str
+
+    def path(self, workspace: Path) -> Path:
+        if self.name == "claude-code":
+            return workspace / ".mcp.json"
+        if self.name == "cursor":
+            return workspace / ".cursor" / "mcp.json"
+        if self.name == "vscode":
+            return workspace / ".vscode" / "mcp.json"
+        if self.name == "kiro":
+            return workspace / ".kiro" / "settings" / "mcp.json"
+        return claude_desktop_config()
+
+
+CLIENTS = {c.name: c for c in (
+    ClientSpec("claude-code", "Claude Code", "mcpServers", True, True,
+               "Claude Code asks once to approve the project's servers from .mcp.json; "
+               "`claude mcp list` shows memnest"),
+    ClientSpec("claude-desktop", "Claude Desktop", "mcpServers", False, False,
+               "quit and reopen Claude Desktop"),
+    ClientSpec("cursor", "Cursor", "mcpServers", True, False,
+               "Cursor picks the change up; check Settings → MCP shows memnest enabled"),
+    ClientSpec("vscode", "VS Code", "servers", True, True,
+               "run `MCP: List Servers` in VS Code and start memnest"),
+    ClientSpec("kiro", "Kiro", "mcpServers", True, False,
+               "reconnect MCP servers from Kiro's MCP panel"),
+)}
+
+
+def claude_desktop_config() -> Path:
+    if sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    elif sys.platform == "win32":
+        base = Path(os.environ.get("APPDATA") or Path.home() / "AppData" / "Roaming")
+    else:
+        base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "Claude" / "claude_desktop_config.json"
+
+
+def mcp_command() -> Path:
+    """The memnest-mcp of this install, by absolute path."""
+    beside = Path(sys.executable).with_name("memnest-mcp")  # the venv's bin, not resolved
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return beside.absolute()
+    found = shutil.which("memnest-mcp")
+    if found:
+        return Path(found).absolute()
+    raise ConfigError("memnest-mcp is not installed beside this memnest-ctl nor on PATH; "
+                      "install memnest (pip install -e '.[offline]') first")
+
+
+def choose_model(explicit: str | None) -> tuple[str | None, str]:
+    """The model the entry must name, and where that choice came from. None: the default."""
+    if explicit:
+        model, source = explicit, "--model"
+    else:
+        model, source = None, "the default"
+        client = DaemonClient(client_name="memnest-ctl config", autostart=False)
+        try:
+            if client.is_running():
+                model, source = client.status().embedding_model, "the running memnestd"
+        finally:
+            client.close()
+        if model is None and os.environ.get("MEMORY_EMBEDDING_MODEL", "").strip():
+            model, source = os.environ["MEMORY_EMBEDDING_MODEL"].strip(), \
+                "$MEMORY_EMBEDDING_MODEL"
+    if model == DEFAULT_MODEL:
+        return None, source
+    return model, source
+
+
+def desired_env(workspace: Path, model: str | None) -> dict[str, str]:
+    env = {"MEMORY_WORKSPACE": str(workspace)}
+    if model:
+        env["MEMORY_EMBEDDING_MODEL"] = model
+    for name in ("MEMNEST_SOCKET", "MEMNEST_LOG_FILE"):  # non-default daemon locations
+        if os.environ.get(name, "").strip():
+            env[name] = os.environ[name].strip()
+    return env
+
+
+# -- reading and writing -----------------------------------------------------------------------------
+
+_JSONC_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/', re.S)
+_TRAILING_COMMA = re.compile(r'("(?:\\.|[^"\\])*")|,(\s*[}\]])', re.S)
+
+
+def _strip_jsonc(text: str) -> str:
+    """JSON with comments and trailing commas (VS Code's mcp.json allows both) → JSON."""
+    text = _JSONC_TOKEN.sub(lambda m: m.group(0) if m.group(0).startswith('"') else " ", text)
+    return _TRAILING_COMMA.sub(lambda m: m.group(1) or m.group(2), text)
+
+
+def load(path: Path) -> tuple[dict, bool]:
+    """The document and whether comments or trailing commas had to be dropped to read it."""
+    text = path.read_text(encoding="utf-8-sig")
+    if not text.strip():
+        return {}, False
+    try:
+        document, lenient = json.loads(text), False
+    except json.JSONDecodeError as strict:
+        try:
+            document, lenient = json.loads(_strip_jsonc(text)), True
+        except json.JSONDecodeError:
+            raise ConfigError(f"{path} is not valid JSON (line {strict.lineno}, column "
+                              f"{strict.colno}: {strict.msg}); fix it or move it away, then "
+                              "run this again. Nothing was changed.") from None
+    if not isinstance(document, dict):
+        raise ConfigError(f"{path} holds a JSON {type(document).__name__}, not an object; "
+                          "nothing was changed")
+    return document, lenient
+
+
+@dataclass
+class Plan:
+    client: ClientSpec
+    path: Path
+    name: str
+    exists: bool
+    before: dict
+    after: dict
+    lenient: bool
+    model_source: str
+
+    @property
+    def entry(self) -> dict:
+        return self.after[self.client.servers_key][self.name]
+
+    @property
+    def changed(self) -> bool:
+        return not self.exists or self.before != self.after
+
+    @property
+    def others(self) -> list[str]:
+        return [k for k in self.after.get(self.client.servers_key, {}) if k != self.name]
+
+    def text(self) -> str:
+        return json.dumps(self.after, indent=2, ensure_ascii=False) + "\n"
+
+
+def plan(client: str, workspace: Path, path: Path | None = None, name: str = "memnest",
+         model: str | None = None) -> Plan:
+    spec = CLIENTS[client]
+    target = path or spec.path(workspace)
+    exists = target.exists()
+    before, lenient = load(target) if exists else ({}, False)
+    after = json.loads(json.dumps(before))  # a deep copy that keeps key order
+    servers = after.setdefault(spec.servers_key, {})
+    if not isinstance(servers, dict):
+        raise ConfigError(f"{target}: \"{spec.servers_key}\" is a JSON "
+                          f"{type(servers).__name__}, not an object; nothing was changed")
+    chosen, source = choose_model(model)
+    entry = servers.get(name)
+    entry = dict(entry) if isinstance(entry, dict) else {}
+    # Keep whatever else the user set on the entry (disabled, autoApprove, other env keys).
+    env = {k: v for k, v in (entry.get("env") or {}).items() if k not in MANAGED_ENV} \
+        if isinstance(entry.get("env"), dict) else {}
+    env.update(desired_env(workspace, chosen))
+    fresh = {"type": "stdio"} if spec.stdio_type else {}
+    fresh.update({"command": str(mcp_command()), "args": [], "env": env})
+    for key in ("url", "headers", "transport"):  # a remote entry of the same name is replaced
+        entry.pop(key, None)
+    entry.update(fresh)
+    servers[name] = entry
+    return Plan(spec, target, name, exists, before, after, lenient, source)
+
+
+def apply(p: Plan) -> Path | None:
+    """Write the plan; returns the backup of the previous file, if there was one."""
+    if not p.changed:
+        return None
+    p.path.parent.mkdir(parents=True, exist_ok=True)
+    backup = None
+    if p.exists:
+        backup = p.path.with_name(f"{p.path.name}.memnest-backup-"
+                                  f"{time.strftime('%Y%m%d-%H%M%S')}")
+        n = 1
+        while backup.exists():
+            n += 1
+            backup = backup.with_name(f"{backup.name.split('~')[0]}~{n}")
+        shutil.copy2(p.path, backup)
+    mode = p.path.stat().st_mode & 0o777 if p.exists else 0o600
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.path.name}.", dir=p.path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(p.text())
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, p.path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    # Read it back: valid JSON, our entry, and every other server exactly as it was.
+    written, _ = load(p.path)
+    key = p.client.servers_key
+    kept = {k: v for k, v in (p.before.get(key) or {}).items() if k != p.name}
+    now = {k: v for k, v in written.get(key, {}).items() if k != p.name}
+    if written != p.after or now != kept:
+        if backup is not None:
+            shutil.copy2(backup, p.path)
+        raise ConfigError(f"{p.path} did not read back as written; the previous file was "
+                          "restored")
+    return backup
+
+
+# -- checking --------------------------------------------------------------------------------------
+
+@dataclass
+class Check:
+    ok: bool
+    name: str
+    detail: str
+    fix: str = ""
+
+
+def check(client: str, workspace: Path, path: Path | None = None, name: str = "memnest",
+          model: str | None = None) -> list[Check]:
+    spec = CLIENTS[client]
+    target = path or spec.path(workspace)
+    rerun = f"run `memnest-ctl config {client}`" + (f" in {workspace}" if spec.per_project
+                                                     else "")
+    results: list[Check] = []
+    if not target.exists():
+        return [Check(False, "config file", f"{target} does not exist", rerun)]
+    try:
+        document, lenient = load(target)
+    except ConfigError as exc:
+        return [Check(False, "config file", str(exc).split("; fix")[0], "fix the JSON, then "
+                      + rerun)]
+    results.append(Check(True, "config file", f"{target} is valid JSON"
+                         + (" (with comments)" if lenient else "")))
+    servers = document.get(spec.servers_key)
+    entry = servers.get(name) if isinstance(servers, dict) else None
+    if not isinstance(entry, dict):
+        results.append(Check(False, "entry", f"no \"{name}\" under \"{spec.servers_key}\"", rerun))
+        return results
+    others = [k for k in servers if k != name]
+    results.append(Check(True, "entry", f"\"{name}\" present"
+                         + (f", beside {', '.join(others)}" if others else "")))
+    command = entry.get("command", "")
+    try:
+        expected = str(mcp_command())
+    except ConfigError as exc:
+        expected = None
+        results.append(Check(False, "memnest-mcp", str(exc), "install memnest"))
+    if not command or not Path(command).is_absolute():
+        results.append(Check(False, "command", f"{command!r} is not an absolute path; editors "
+                             "do not start servers from your shell's PATH", rerun))
+    elif not (Path(command).is_file() and os.access(command, os.X_OK)):
+        results.append(Check(False, "command", f"{command} does not exist or is not "
+                             "executable", rerun))
+    elif expected and command != expected:
+        results.append(Check(False, "command", f"{command} is not this install's memnest-mcp "
+                             f"({expected})", rerun))
+    else:
+        results.append(Check(True, "command", command))
+    env = entry.get("env") if isinstance(entry.get("env"), dict) else {}
+    pinned = env.get("MEMORY_WORKSPACE")
+    if pinned == str(workspace):
+        results.append(Check(True, "workspace", f"pinned to {pinned}"))
+    elif pinned:
+        results.append(Check(False, "workspace", f"pinned to {pinned}, not {workspace}", rerun))
+    else:
+        results.append(Check(False, "workspace", "not pinned (MEMORY_WORKSPACE)", rerun))
+    chosen, source = choose_model(model)
+    has = env.get("MEMORY_EMBEDDING_MODEL")
+    if (has or None) == chosen:
+        results.append(Check(True, "model", f"{has or DEFAULT_MODEL} ({source})"))
+    elif source == "the default" and has:  # no daemon and no setting to compare with
+        results.append(Check(True, "model", f"{has} (set in the entry; no running memnestd "
+                             "to compare with)"))
+    else:
+        results.append(Check(False, "model", f"the entry names {has or 'the default model'}, "
+                             f"but {source} uses {chosen or DEFAULT_MODEL}: a daemon this entry "
+                             "starts would refuse the existing databases", rerun))
+    return results

@@ -1,0 +1,544 @@
+"""memnest-ctl: the daemon and the memories from a terminal or a script.
+
+Every command takes --json for machine-readable output. Failures exit non-zero with one
+line on stderr saying why.
+"""
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from memnest_proto.version import VERSION
+
+from .. import workspace as ws
+from ..client import DaemonClient, DaemonUnavailable, ToolFailure
+from .progress import Progress
+
+
+class Failure(Exception):
+    """A reason to exit 1, already phrased for the user."""
+
+
+def _print_json(value) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.0f} MiB"
+
+
+def _workspace(args) -> str:
+    if args.workspace:
+        return str(Path(args.workspace).expanduser().resolve())
+    return ws.from_env() or ws.from_cwd()
+
+
+def _client(autostart: bool = True) -> DaemonClient:
+    return DaemonClient(client_name="memnest-ctl", autostart=autostart)
+
+
+def _call(client: DaemonClient, args, tool: str, arguments: dict) -> dict:
+    try:
+        return client.call_tool(tool, arguments, _workspace(args), ws.db_path_override())
+    except ToolFailure as exc:
+        raise Failure(f"{tool}: {exc.message}") from None
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+def cmd_status(args) -> None:
+    client = _client(autostart=False)
+    if not client.is_running():
+        if args.json:
+            _print_json({"running": False, "socket": str(client.socket_path)})
+            raise SystemExit(3)
+        raise Failure(f"memnestd is not running on {client.socket_path}")
+    s = client.status()
+    facts = {
+        "running": True, "version": s.version, "protocol_version": s.protocol_version,
+        "pid": s.pid, "uptime_seconds": round(s.uptime_seconds, 1), "rss_bytes": s.rss_bytes,
+        "embedding_model": s.embedding_model, "embedding_dim": s.embedding_dim,
+        "model_load_seconds": round(s.model_load_seconds, 2), "socket": s.socket_path,
+        "log": s.log_path, "calls_served": s.calls_served,
+        "workspaces": [{"workspace": w.workspace, "database": w.db_path,
+                        "memories": w.memories, "idle_seconds": round(w.idle_seconds, 1)}
+                       for w in s.workspaces],
+    }
+    if args.json:
+        _print_json(facts)
+        return
+    print(f"memnestd {s.version} (protocol {s.protocol_version}) pid {s.pid}, up "
+          f"{s.uptime_seconds:.0f}s, {_mib(s.rss_bytes)} resident")
+    print(f"model    {s.embedding_model} ({s.embedding_dim} dims, loaded in "
+          f"{s.model_load_seconds:.1f}s)")
+    print(f"socket   {s.socket_path}")
+    print(f"log      {s.log_path}")
+    print(f"calls    {s.calls_served}")
+    if not s.workspaces:
+        print("no workspace open")
+    for w in s.workspaces:
+        print(f"  {w.workspace}: {w.memories} memories, idle {w.idle_seconds:.0f}s ({w.db_path})")
+
+
+def cmd_start(args) -> None:
+    client = _client()
+    already = client.is_running()
+    if not already:
+        client.start_daemon()
+    s = client.status()
+    if args.json:
+        _print_json({"running": True, "pid": s.pid, "already_running": already,
+                     "socket": s.socket_path})
+    else:
+        state = "already running" if already else "started"
+        print(f"memnestd {state}: pid {s.pid} on {s.socket_path}")
+
+
+def cmd_stop(args) -> None:
+    client = _client(autostart=False)
+    if not client.is_running():
+        if args.json:
+            _print_json({"stopped": False, "running": False})
+        else:
+            print("memnestd is not running")
+        return
+    pid = client.status().pid
+    client.shutdown("memnest-ctl stop")
+    if not client.wait_stopped(pid, timeout=40):
+        raise Failure(f"memnestd (pid {pid}) did not stop within 40s")
+    if args.json:
+        _print_json({"stopped": True, "pid": pid})
+    else:
+        print(f"memnestd (pid {pid}) stopped")
+
+
+def cmd_stats(args) -> None:
+    stats = _call(_client(), args, "memory_stats", {})
+    if args.json:
+        _print_json(stats)
+        return
+    health = stats["index_health"]
+    print(f"workspace  {stats['workspace']}")
+    print(f"database   {stats['database']}")
+    print(f"memories   {stats['memories']}  (topics {stats['topics']})")
+    if stats["categories"]:
+        print("categories " + ", ".join(f"{k} {v}" for k, v in stats["categories"].items()))
+    print(f"model      {stats['embedding_model']}")
+    print(f"indexes    {'healthy' if health['healthy'] else 'UNHEALTHY'} "
+          f"(vector {health['vector_indexed']}, keyword {health['keyword_indexed']} of "
+          f"{health['rows_in_database']})")
+
+
+def cmd_store(args) -> None:
+    content = args.content if args.content != "-" else sys.stdin.read()
+    arguments = {"content": content, "importance": args.importance}
+    if args.category:
+        arguments["category"] = args.category
+    if args.tag:
+        arguments["tags"] = args.tag
+    result = _call(_client(), args, "memory_store", arguments)
+    if args.json:
+        _print_json(result)
+    else:
+        print(f"{result['status']}: memory {result['id']} (importance {result['importance']})")
+
+
+def cmd_search(args) -> None:
+    arguments = {"query": args.query, "top_k": args.top_k}
+    if args.global_search:
+        arguments["global_search"] = True
+    result = _call(_client(), args, "memory_search", arguments)
+    if args.json:
+        _print_json(result)
+        return
+    if not result["results"]:
+        print("no memories found")
+    for r in result["results"]:
+        tags = f" [{', '.join(r['tags'])}]" if r["tags"] else ""
+        print(f"{r['id']:>6}  {r['score']:.3f}  {r['content']}{tags}")
+
+
+# -- service, config, logs, doctor (the work is in service.py, client_config.py, doctor.py) ------
+
+def cmd_service(args) -> None:
+    from . import service_units as service
+    lines: list[str] = []
+    report = service.Report(out=(lines.append if args.json else print))
+    try:
+        if args.action == "install":
+            result = service.install(dry_run=args.dry_run, model=args.model, report=report)
+        elif args.action == "uninstall":
+            result = service.uninstall(dry_run=args.dry_run, report=report)
+        else:
+            result = service.status()
+            if not args.json:
+                _print_service_status(result)
+    except service.ServiceError as exc:
+        raise Failure(str(exc)) from None
+    if args.json:
+        _print_json({**result, "steps": report.steps})
+
+
+def _print_service_status(facts: dict) -> None:
+    manager = facts["manager"]
+    if facts["manager_running"]:
+        print(f"manager  {manager} (running)")
+    else:
+        print(f"manager  {manager}: {facts['manager_note']}")
+    for path, present in facts["files"].items():
+        print(f"file     {path}: {'installed' if present else 'absent'}")
+    if facts.get("up_to_date") is False:
+        print("         (differs from what `memnest-ctl service install` would write now)")
+    for unit, state in (facts.get("units") or {}).items():
+        print(f"unit     {unit}: {state['enabled']}, {state['active']}")
+    daemon = facts["daemon"]
+    if daemon is None:
+        print(f"daemon   not answering on {facts['socket']}")
+    else:
+        run_by = f", {daemon['run_by']}" if "run_by" in daemon else ""
+        print(f"daemon   memnestd {daemon['version']} pid {daemon['pid']}{run_by}")
+    if not facts["installed"]:
+        print("memnestd is not installed as a service: editors start it on demand"
+              + ("" if not facts["manager_running"] else
+                 "; `memnest-ctl service install` keeps it running"))
+
+
+def cmd_config(args) -> None:
+    from . import editor_configs as cc
+    workspace = Path(args.workspace).expanduser().resolve() if args.workspace else \
+        Path.cwd().resolve()
+    if not workspace.is_dir():
+        raise Failure(f"{workspace} is not a directory: give the project with --workspace DIR")
+    path = Path(args.file).expanduser().absolute() if args.file else None
+    try:
+        if args.check:
+            findings = cc.check(args.client, workspace, path, args.name, args.model)
+            if args.json:
+                _print_json([f.__dict__ for f in findings])
+            else:
+                for f in findings:
+                    print(f"{'ok  ' if f.ok else 'FAIL'}  {f.name}: {f.detail}"
+                          + (f" — fix: {f.fix}" if not f.ok and f.fix else ""))
+            if not all(f.ok for f in findings):
+                raise SystemExit(1)
+            return
+        plan = cc.plan(args.client, workspace, path, args.name, args.model)
+        if args.print_only:
+            print(plan.text(), end="")
+            return
+        backup = cc.apply(plan)
+    except cc.ConfigError as exc:
+        raise Failure(str(exc)) from None
+    facts = {"client": args.client, "file": str(plan.path), "changed": plan.changed,
+             "created": not plan.exists, "backup": str(backup) if backup else None,
+             "entry": plan.entry, "other_servers": plan.others,
+             "model_source": plan.model_source, "comments_dropped": plan.lenient and plan.changed}
+    if args.json:
+        _print_json(facts)
+        return
+    if not plan.changed:
+        print(f"{plan.path} already has this memnest entry; nothing to change")
+    else:
+        verb = "created" if not plan.exists else "updated"
+        kept = f"; kept {len(plan.others)} other server(s): {', '.join(plan.others)}" \
+            if plan.others else ""
+        print(f"{verb} {plan.path}{kept}")
+        if backup:
+            print(f"backup   {backup}")
+        if plan.lenient:
+            print("note     the file had comments or trailing commas, which JSON cannot keep; "
+                  "the backup has them")
+    env = plan.entry.get("env", {})
+    print(f"command  {plan.entry['command']}")
+    for key, value in env.items():
+        print(f"env      {key}={value}")
+    if "MEMORY_EMBEDDING_MODEL" not in env:
+        print(f"model    default ({cc.DEFAULT_MODEL}), from {plan.model_source}")
+    else:
+        print(f"model    from {plan.model_source}")
+    print(f"next     {plan.client.reload_hint}")
+
+
+def cmd_logs(args) -> None:
+    from . import doctor
+    path = doctor.log_path()
+    if not path.exists():
+        raise Failure(f"no log at {path} yet: memnestd has not run with this MEMNEST_LOG_FILE")
+    if args.json:
+        if args.follow:
+            raise Failure("--json prints the last lines once; drop -f to use it")
+        _print_json({"log": str(path), "lines": doctor.tail(path, args.lines)})
+        return
+    for line in doctor.tail(path, args.lines):
+        print(line)
+    if args.follow:
+        sys.stdout.flush()
+        try:
+            doctor.follow(path, lambda text: (sys.stdout.write(text), sys.stdout.flush()))
+        except KeyboardInterrupt:
+            return
+
+
+def cmd_doctor(args) -> None:
+    from . import doctor
+    findings = doctor.run_checks()
+    if args.json:
+        _print_json([f.as_dict() for f in findings])
+    else:
+        for f in findings:
+            print(f.line())
+    if not all(f.ok for f in findings):
+        raise SystemExit(1)
+
+
+def _workspaces_for(args, client: DaemonClient) -> list[str]:
+    if not args.all:
+        return [_workspace(args)]
+    client.ensure_running()
+    found = [w.workspace for w in client.status().workspaces]
+    if not found:
+        raise Failure("the daemon has no workspace open; give --workspace DIR")
+    return found
+
+
+def _long_call(args, tool: str, arguments: dict) -> list[tuple[str, dict]]:
+    """Run a long tool on one or all workspaces, streaming its progress."""
+    client = _client()
+    reports = []
+    for workspace in _workspaces_for(args, client):
+        progress = Progress(f"{tool.removeprefix('memory_')} {workspace}")
+        try:
+            reports.append((workspace, client.call_tool(
+                tool, arguments, workspace, ws.db_path_override(), on_progress=progress)))
+        except ToolFailure as exc:
+            raise Failure(f"{tool} on {workspace}: {exc.message}") from None
+        finally:
+            progress.finish()
+    return reports
+
+
+def cmd_dream(args) -> None:
+    reports = [r for _, r in _long_call(args, "memory_dream",
+                                        {"dry_run": args.dry_run, "force": args.force})]
+    if args.json:
+        _print_json(reports if args.all else reports[0])
+        return
+    for r in reports:
+        if r["status"] == "skipped":
+            print(f"{r['workspace']}: skipped ({'; '.join(r['gates']['reasons'])}); "
+                  "--force runs it anyway")
+            continue
+        verb = "would " if r["dry_run"] else ""
+        merged = r.get("would_merge" if r["dry_run"] else "merged", [])
+        pruned = r.get("would_prune" if r["dry_run"] else "pruned", [])
+        cover = r["scan_coverage"]
+        print(f"{r['workspace']}: {verb}merge {len(merged)}, {verb}prune {len(pruned)}, "
+              f"{len(r['clusters'])} clusters to review, "
+              f"{len(r['supersession_cycles'])} SUPERSEDES cycles; scanned {cover['examined']} "
+              f"of {cover['corpus']} ({r['duration_ms']:.0f} ms)")
+        for c in r["clusters"]:
+            ids = ", ".join(f"#{m['id']}" for m in c["memories"])
+            print(f"  review [{c['gate']}] {ids}: {c['resolution']}")
+
+
+def cmd_reindex(args) -> None:
+    reports = _long_call(args, "memory_reindex", {})
+    if args.json:
+        views = [{"workspace": w, **r} for w, r in reports]
+        _print_json(views if args.all else views[0])
+        return
+    for workspace, r in reports:
+        print(f"{workspace}: {r['memories']} memories; vector index {r['vector_indexed']}, "
+              f"keyword index {r['keyword_indexed']} ({r['duration_ms']:.0f} ms)")
+
+
+def cmd_verify(args) -> None:
+    reports = _long_call(args, "memory_verify", {"repair": args.repair, "quick": args.quick})
+    if args.json:
+        views = [{"workspace": w, **r} for w, r in reports]
+        _print_json(views if args.all else views[0])
+    else:
+        for workspace, r in reports:
+            print(verify_summary(workspace, r))
+            for item in r.get("repaired", {}).get("items", []):
+                print(f"  repaired: {item['detail']}")
+            for item in r["findings"]["items"]:
+                fix = "" if item["repairable"] else " (not repairable: see the text)"
+                print(f"  {'FAIL' if not args.repair else 'left'}: {item['detail']}{fix}")
+            hidden = r["findings"]["count"] - len(r["findings"]["items"])
+            if hidden:
+                print(f"  … and {hidden} more ({r['findings']['by_kind']})")
+            if r["findings"]["count"] and not args.repair and \
+                    any(i["repairable"] for i in r["findings"]["items"]):
+                print("  memnest-ctl verify --repair fixes what the database itself can restore")
+    if any(r["findings"]["count"] for _, r in reports):
+        raise SystemExit(1)
+
+
+def verify_summary(workspace: str, r: dict) -> str:
+    checked = r["checked"]
+    what = f"{checked['memories']} memories, {checked['edges']} links"
+    if r["healthy"]:
+        fixed = r.get("repaired", {}).get("count", 0)
+        return (f"{workspace}: healthy ({what}; {r['duration_ms']:.0f} ms"
+                f"{f'; {fixed} findings repaired' if fixed else ''})")
+    return f"{workspace}: {r['findings']['count']} findings ({what})"
+
+
+EXPORT_SIGNATURE = b'{\n "format": "memnest-export"'  # how an export file starts
+
+
+def cmd_export(args) -> None:
+    target = Path(args.file).expanduser().absolute() if args.file else None
+    if target is not None and target.exists() and not _is_export(target):
+        raise Failure(f"{target} exists and is not a memnest export; it is left as it is")
+    out = _call(_client(), args, "memory_export", {})
+    if target is not None:
+        # The daemon writes only under the workspace's .memnest/; this command, run by the
+        # user, moves the file where the user asked.
+        shutil.move(out["path"], target)
+        out["path"] = str(target)
+    if args.json:
+        _print_json(out)
+        return
+    print(f"wrote {out['memories']} memories, {out['edges']} links and "
+          f"{out['keep_separate']} keep-separate verdicts to {out['path']}")
+
+
+def _is_export(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(EXPORT_SIGNATURE)) == EXPORT_SIGNATURE
+    except OSError:
+        return False
+
+
+def cmd_import(args) -> None:
+    [(workspace, out)] = _long_call(args, "memory_import",
+                                    {"path": str(Path(args.file).expanduser().resolve())})
+    if args.json:
+        _print_json(out)
+        return
+    m = out["memories"]
+    print(f"{workspace}: {m['in_file']} memories in the file: {m['stored']} stored, "
+          f"{m['merged']} merged, {m['duplicate']} already here; {out['edges']['created']} "
+          f"links and {out['keep_separate']['recorded']} keep-separate verdicts added")
+
+
+# -- parser --------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memnest-ctl",
+                                     description="Control memnestd and use its memories.")
+    parser.add_argument("--version", action="version", version=f"memnest-ctl {VERSION}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="machine-readable output")
+    scoped = argparse.ArgumentParser(add_help=False, parents=[common])
+    scoped.add_argument("--workspace", metavar="DIR",
+                        help="workspace directory (default: $MEMORY_WORKSPACE or the "
+                             "current directory)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sub.add_parser("status", parents=[common], help="is the daemon running, and what it holds"
+                   ).set_defaults(run=cmd_status)
+    sub.add_parser("start", parents=[common], help="start the daemon if it is not running"
+                   ).set_defaults(run=cmd_start)
+    sub.add_parser("stop", parents=[common], help="drain and stop the daemon"
+                   ).set_defaults(run=cmd_stop)
+    sub.add_parser("stats", parents=[scoped], help="counts and index health of a workspace"
+                   ).set_defaults(run=cmd_stats)
+    store = sub.add_parser("store", parents=[scoped], help="remember something ('-' reads stdin)")
+    store.add_argument("content")
+    store.add_argument("--category", choices=["learning", "preference", "decision", "pattern",
+                                              "general"])
+    store.add_argument("--tag", action="append", help="a tag (repeatable)")
+    store.add_argument("--importance", type=int, default=3, choices=range(1, 6))
+    store.set_defaults(run=cmd_store)
+    search = sub.add_parser("search", parents=[scoped], help="find memories")
+    search.add_argument("query")
+    search.add_argument("--top-k", type=int, default=10)
+    search.add_argument("--global", dest="global_search", action="store_true",
+                        help="search every workspace in the database")
+    search.set_defaults(run=cmd_search)
+    export = sub.add_parser("export", parents=[scoped],
+                            help="write the workspace's memories to a JSON file")
+    export.add_argument("file", nargs="?", help="default: .memnest/exports/memories-<time>.json")
+    export.set_defaults(run=cmd_export)
+    load = sub.add_parser("import", parents=[scoped],
+                          help="load a file written by export (progress on a terminal)")
+    load.add_argument("file")
+    load.set_defaults(run=cmd_import, all=False)
+
+    svc = sub.add_parser("service", parents=[common],
+                         help="run memnestd under systemd (Linux) or launchd (macOS)")
+    svc.add_argument("action", choices=["install", "uninstall", "status"])
+    svc.add_argument("--dry-run", action="store_true",
+                     help="print the files and commands without acting")
+    svc.add_argument("--model", help="embedding model for the service (default: the running "
+                     "daemon's, else $MEMORY_EMBEDDING_MODEL, else the default)")
+    svc.set_defaults(run=cmd_service)
+
+    from .editor_configs import CLIENTS
+    config = sub.add_parser("config", parents=[common],
+                            help="add memnest to an MCP client's config file")
+    config.add_argument("client", choices=list(CLIENTS))
+    mode = config.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="verify the entry, change nothing")
+    mode.add_argument("--print", dest="print_only", action="store_true",
+                      help="print the merged file instead of writing it")
+    config.add_argument("--workspace", metavar="DIR",
+                        help="the project to configure and pin (default: the current directory)")
+    config.add_argument("--file", metavar="PATH", help="another config file to merge into")
+    config.add_argument("--name", default="memnest", help="server name (default: memnest)")
+    config.add_argument("--model", help="embedding model for the entry (default: the running "
+                        "daemon's, else $MEMORY_EMBEDDING_MODEL, else the default)")
+    config.set_defaults(run=cmd_config)
+
+    logs = sub.add_parser("logs", parents=[common], help="show the daemon's log")
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
+    logs.add_argument("-n", "--lines", type=int, default=50, help="lines to show (default 50)")
+    logs.set_defaults(run=cmd_logs)
+
+    for name, run, text in (("dream", cmd_dream, "consolidate memory (memory_dream)"),
+                            ("reindex", cmd_reindex, "rebuild the search indexes"),
+                            ("verify", cmd_verify, "check the database against its indexes, "
+                             "graph, topics and files (exit 1 on a finding)")):
+        cmd = sub.add_parser(name, parents=[scoped], help=text)
+        cmd.add_argument("--all", action="store_true",
+                         help="every workspace the daemon has open")
+        if name == "dream":
+            cmd.add_argument("--dry-run", action="store_true",
+                             help="report what it would do; change nothing")
+            cmd.add_argument("--force", action="store_true", help="run despite the gates")
+        if name == "verify":
+            cmd.add_argument("--repair", action="store_true",
+                             help="fix what the database itself can restore, and say what "
+                                  "could not be fixed")
+            cmd.add_argument("--quick", action="store_true",
+                             help="skip comparing every stored vector")
+        cmd.set_defaults(run=run)
+
+    sub.add_parser("doctor", parents=[common],
+                   help="check socket, daemon, versions, model, databases, service"
+                   ).set_defaults(run=cmd_doctor)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.run(args)
+    except Failure as exc:
+        print(f"memnest-ctl: {exc}", file=sys.stderr)
+        return 1
+    except DaemonUnavailable as exc:
+        print(f"memnest-ctl: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""memnest-mcp: the stdio MCP server that forwards tool calls to the daemon."""
