@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 # The model that installs from PyPI and runs without network access (see README).
 export MEMORY_EMBEDDING_MODEL ?= memnest/all-MiniLM-L6-v2-int8
 
-.PHONY: install run test proto bench stop clean
+.PHONY: install run test lint proto bench stop clean
 
 install: $(VENV)/.installed
 
@@ -18,8 +18,14 @@ $(VENV)/.installed: pyproject.toml
 run: install
 	$(PY) examples/demo.py
 
-test: install
+test: install lint
 	$(PY) -m pytest
+
+# The linter and the type checker over the daemon, the shims and the contract (generated
+# files excluded, see pyproject.toml); `make test` runs them first.
+lint: install
+	$(VENV)/bin/ruff check daemon shims proto
+	$(VENV)/bin/mypy daemon shims proto --explicit-package-bases
 
 proto: install
 	$(PY) proto/generate.py
@@ -42,4 +48,4 @@ stop:
 	-$(VENV)/bin/memnest-ctl stop
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache
+	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache

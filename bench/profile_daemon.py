@@ -25,7 +25,7 @@ from core import OFFLINE_MODEL, synthetic_queries, synthetic_texts  # noqa: E402
 from memnest_daemon.core.config import Settings  # noqa: E402
 from memnest_daemon.model.embedder import Embedder  # noqa: E402
 from memnest_daemon.tools import TOOLS, ToolContext  # noqa: E402
-from memnest_daemon.store.store import StoreRegistry  # noqa: E402
+from memnest_daemon.store.registry import StoreRegistry  # noqa: E402
 
 
 def call(ctx_args: dict, tool: str, args: dict) -> dict:

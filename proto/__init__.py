@@ -1,1 +1,2 @@
-"""The contract between memnestd and its clients: gRPC messages, versions, where the socket lives."""
+"""The contract between memnestd and its clients: gRPC messages, versions, where the
+socket lives."""

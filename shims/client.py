@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 import grpc
-
 from memnest_proto import memnest_pb2 as pb
 from memnest_proto import memnest_pb2_grpc as pb_grpc
 from memnest_proto import paths

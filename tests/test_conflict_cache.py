@@ -6,7 +6,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from memnest_daemon.curation.conflicts import NeighbourCache, conflicts
+from memnest_daemon.curation.conflicts import conflicts, fill_rows
+from memnest_daemon.store.neighbours import NeighbourCache
 from memnest_daemon.core.records import Memory, content_hash, utcnow
 from memnest_daemon.curation.values import value_disagreement
 from memnest_daemon.store.store import MemoryStore
@@ -148,7 +149,7 @@ def test_a_write_into_a_one_workspace_database_keeps_every_row(tmp_path, monkeyp
 
 def test_the_cache_keeps_at_most_its_limit(tmp_path, monkeypatch):
     """Entries by memory and workspace (a database shared by workspaces) are bounded."""
-    monkeypatch.setattr("memnest_daemon.curation.conflicts.MAX_ENTRIES", 10)
+    monkeypatch.setattr("memnest_daemon.store.neighbours.MAX_ENTRIES", 10)
     store = MemoryStore(str(tmp_path / "memory.lbug"), "model", DIM, 64, 1)
     try:
         _write(store, list(range(1, 31)), "/a")
@@ -204,22 +205,22 @@ def test_rows_are_saved_with_the_vector_snapshot_and_trusted_only_as_far_as_it(t
 def test_idle_databases_get_their_rows_in_the_background(tmp_path, monkeypatch):
     """The housekeeping thread finds rows (and value verdicts) for memories that have none,
     a few at a time, only in databases no call is using; searches then find them known."""
-    from memnest_daemon.store import store as workspace_module
-    from memnest_daemon.store.store import StoreRegistry
+    from memnest_daemon.store import registry as registry_module
+    from memnest_daemon.store.registry import StoreRegistry
 
-    monkeypatch.setattr(workspace_module, "FILL_ROWS", 7)
+    monkeypatch.setattr(registry_module, "FILL_ROWS", 7)
     registry = StoreRegistry("model", DIM, 64, 1, 1)
     try:
         store = registry.acquire(str(tmp_path), "")
         _write(store, list(range(1, 51)), str(tmp_path))
         registry.release(store)
         floor = min(SETTINGS.conflict_threshold, SETTINGS.conflict_value_floor)
-        assert registry.fill_neighbours(floor) == 0  # just used: left alone
+        assert registry.fill_neighbours(fill_rows, floor) == 0  # just used: left alone
         store.last_used -= 60
         held = registry.acquire(str(tmp_path), "")  # a call is using it
-        assert registry.fill_neighbours(floor) == 0
+        assert registry.fill_neighbours(fill_rows, floor) == 0
         registry.release(held, used=False)
-        assert registry.fill_neighbours(floor, budget_s=60) == 50
+        assert registry.fill_neighbours(fill_rows, floor, budget_s=60) == 50
         assert store.neighbours.table.size() == 50
         checked = []
         monkeypatch.setattr("memnest_daemon.curation.conflicts.value_disagreement",
@@ -239,11 +240,14 @@ def test_saved_verdicts_of_another_value_rule_are_found_again():
     when the rule changes, the rows stay but the verdicts are checked again."""
     from memnest_daemon.curation import values
     from memnest_daemon.search.neighbour_table import DISAGREE, UNKNOWN, NeighbourTable
-    table = NeighbourTable(0.5)
+    table = NeighbourTable(0.5, values.RULE)
     table.put(3, [(3, 1.0), (4, 0.9)])
     table.verdicts_of(3)[1] = DISAGREE
     state = table.state()
-    assert NeighbourTable.from_state(state).verdicts_of(3)[1] == DISAGREE
+    cache = NeighbourCache(NeighbourTable.from_state(state))
+    cache.use_floor(0.5, values.RULE)
+    assert cache.table.verdicts_of(3)[1] == DISAGREE
     state["neighbour_rule"] = np.array(values.RULE - 1)
-    again = NeighbourTable.from_state(state)
-    assert again.get(3) == table.get(3) and again.verdicts_of(3)[1] == UNKNOWN
+    cache = NeighbourCache(NeighbourTable.from_state(state))
+    cache.use_floor(0.5, values.RULE)
+    assert cache.table.get(3) == table.get(3) and cache.table.verdicts_of(3)[1] == UNKNOWN

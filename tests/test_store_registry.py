@@ -6,7 +6,7 @@ import weakref
 import pytest
 
 from memnest_daemon.core.errors import ToolError
-from memnest_daemon.store.store import StoreRegistry
+from memnest_daemon.store.registry import StoreRegistry
 
 from test_conflict_cache import DIM, _write
 

@@ -1,1 +1,2 @@
-"""What every layer shares: settings, errors, the Memory record, small containers and the read-write lock."""
+"""What every layer shares: settings, errors, the Memory record, small containers
+and the read-write lock."""

@@ -16,9 +16,9 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from ..store.graph import pair, supersession_cycles
-from ..search.graph_signal import compute_signal
 from ..core.records import Memory, iso, utcnow
+from ..search.graph_signal import compute_signal
+from ..store.graph import pair, supersession_cycles
 from .values import disagree, same_subject, tag_overlap, value_disagreement
 
 

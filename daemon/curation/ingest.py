@@ -5,11 +5,10 @@ from datetime import datetime
 
 import numpy as np
 
-from .conflicts import conflicts, workspace_ids
 from ..core.records import Memory, content_hash, utcnow
+from .conflicts import conflicts, workspace_ids
 from .screening import markers
 from .values import disagree, tag_overlap
-
 
 BRIEF_CONFLICT = ("type", "memory_id", "similarity")
 BRIEF_CONFLICTS_HINT = ("conflicts list the other memory's id only: read both with memory_get, "
@@ -44,7 +43,7 @@ class Outcome:
                "importance": self.memory.importance}
         if self.status == "merged":
             out["merged_into"] = self.memory.id
-            out["similarity"] = round(self.similarity, 3)
+            out["similarity"] = round(self.similarity or 0.0, 3)
         if self.conflicts:
             out["conflicts"] = [{k: c[k] for k in BRIEF_CONFLICT} for c in self.conflicts] \
                 if brief_conflicts else self.conflicts
@@ -108,7 +107,7 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
         if merge_into is None and index:  # earlier items of this batch
             similar = matrix[:index] @ matrix[index]
             candidates += [(new[holder[j]][0], float(similar[j]))
-                           for j in np.flatnonzero(similar >= settings.dedup_threshold)
+                           for j in np.flatnonzero(similar >= settings.dedup_threshold).tolist()
                            if j in holder]
         candidate, similarity = merge_candidate(candidates, item, settings)
         if candidate is not None:

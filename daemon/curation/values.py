@@ -286,7 +286,7 @@ def _digits(found: tuple) -> frozenset[str]:
     return frozenset(v for v, _ in found if _HAS_DIGIT.search(v))
 
 
-def _overlap(a: set[str], b: set[str]) -> float:
+def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / min(len(a), len(b)) if a and b else 0.0
 
 

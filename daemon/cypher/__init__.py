@@ -1,1 +1,2 @@
-"""memory_query's engine side: the guard that classifies a query and the worker process that runs it."""
+"""memory_query's engine side: the guard that classifies a query, and the worker
+process that runs it under a memory limit."""

@@ -107,7 +107,8 @@ class Verdict:
     kind: str
     reasons: list[str] = field(default_factory=list)
     statements: int = 0
-    ranges: list[tuple] = field(default_factory=list)  # range() arguments: int | ("param", n) | None
+    # range() arguments, each an int, ("param", name) or None
+    ranges: list[tuple] = field(default_factory=list)
 
     @property
     def mutates(self) -> bool:
@@ -228,7 +229,8 @@ def tokenize(text: str) -> list[Token]:
 
 
 def _split(tokens: list[Token]) -> list[list[Token]]:
-    statements, current = [], []
+    statements: list[list[Token]] = []
+    current: list[Token] = []
     for t in tokens:
         if t.kind == "symbol" and t.text == ";":
             if current:
@@ -256,7 +258,7 @@ def _range_argument(tokens: list[Token], i: int) -> tuple[object, int]:
     if _is(_at(tokens, i), "symbol", "-"):
         sign, i = -1, i + 1
     tok = _at(tokens, i)
-    if _is(tok, "number") and tok.text.isdigit():
+    if tok is not None and _is(tok, "number") and tok.text.isdigit():
         nxt = _at(tokens, i + 1)
         if _is(nxt, "symbol", ",") or _is(nxt, "symbol", ")"):
             return sign * int(tok.text), i + 1

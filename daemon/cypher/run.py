@@ -21,7 +21,8 @@ import math
 import os
 import resource
 import sys
-from datetime import date, datetime, time as clock_time, timedelta
+from datetime import date, datetime, timedelta
+from datetime import time as clock_time
 from decimal import Decimal
 from uuid import UUID
 
@@ -170,7 +171,8 @@ def collect(results: list, max_rows: int, full_vectors: bool, timeout_s: float) 
     outputs = []
     try:
         for result in results:
-            names, seen = [], {}
+            names: list[str] = []
+            seen: dict[str, int] = {}
             for c in result.get_column_names():
                 seen[c] = seen.get(c, 0) + 1
                 names.append(c if seen[c] == 1 else f"{c}#{seen[c]}")
@@ -222,7 +224,7 @@ def count_rows(db, name: str, kind: str) -> int | None:
 def census(db, fingerprint: bool) -> dict:
     """Tables, their columns and row counts; with `fingerprint`, every node row's values
     (list columns by hash) keyed by primary key, to prove a write changed nothing existing."""
-    found = {"kinds": {}, "columns": {}, "counts": {}, "rows": {}}
+    found: dict[str, dict] = {"kinds": {}, "columns": {}, "counts": {}, "rows": {}}
     for name, kind in tables(db):
         info = table_info(db, name)
         found["kinds"][name] = kind

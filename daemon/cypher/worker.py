@@ -33,6 +33,7 @@ class QueryWorker:
         """The job's reply (query_run.run's result); raises ToolError."""
         with self._lock:
             proc = self._process()
+            assert proc.stdin is not None and proc.stdout is not None
             try:
                 proc.stdin.write(json.dumps(job) + "\n")
                 proc.stdin.flush()
@@ -52,6 +53,7 @@ class QueryWorker:
         return reply["ok"]
 
     def _reply(self, proc: subprocess.Popen, timeout_s: float) -> str:
+        assert proc.stdout is not None
         deadline = time.monotonic() + timeout_s
         while True:
             left = deadline - time.monotonic()
@@ -86,7 +88,7 @@ class QueryWorker:
     def close(self) -> None:
         with self._lock:
             proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
+        if proc is not None and proc.poll() is None and proc.stdin is not None:
             proc.stdin.close()
             try:
                 proc.wait(timeout=10)

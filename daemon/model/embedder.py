@@ -9,7 +9,6 @@ from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
-
 from memnest_proto import paths
 
 from ..core.config import OFFLINE_MODEL

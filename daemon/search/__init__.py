@@ -1,1 +1,2 @@
-"""Derived, in-memory structures searches read: vector and keyword indexes, the row bound, term table, timeline, neighbour table, and ranking."""
+"""Derived, in-memory structures searches read: vector and keyword indexes, the row
+bound, the term table, the timeline, the conflict neighbour table, and ranking."""

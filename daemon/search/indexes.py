@@ -127,7 +127,8 @@ class VectorIndex:
         """The row of each of `ids` (-1: no vector)."""
         return self._row_of[np.where((ids > 0) & (ids < len(self._row_of)), ids, 0)]
 
-    def search(self, query: np.ndarray, allowed: set[int] | None, k: int) -> list[tuple[int, float]]:
+    def search(self, query: np.ndarray, allowed: set[int] | None,
+               k: int) -> list[tuple[int, float]]:
         """The k most similar memories among `allowed` (all when None), best first."""
         return self.search_many(query[None, :], allowed, k)[0]
 
@@ -159,6 +160,7 @@ class VectorIndex:
                      k: int, min_score: float) -> list[list[tuple[int, float]]]:
         """_top() over exact scores, reading in full only the rows whose bound reaches the
         floor and the k-th best exact score of the 2k best bounds (no other row can)."""
+        assert self._bound is not None  # bounded() said so
         bounds = self._bound.bounds(queries, len(self._row))
         if rows is None:
             rows = np.arange(len(ids))
@@ -191,7 +193,7 @@ class VectorIndex:
     def _top(ids: np.ndarray, scores: np.ndarray, k: int,
              min_score: float) -> list[list[tuple[int, float]]]:
         """Per row of `scores` (columns aligned with `ids`): the k best, ties by id."""
-        out = []
+        out: list[list[tuple[int, float]]] = []
         k = min(k, len(ids))
         for row in scores:
             if k == 0:

@@ -17,7 +17,6 @@ most KEPT (id, similarity) pairs, best first, ties by id. The memory itself is a
 """
 import numpy as np
 
-from ..curation import values
 from ..core.growable import grown
 
 KEPT = 11  # a memory's ten nearest others, and itself
@@ -31,8 +30,9 @@ UNKNOWN, AGREE, DISAGREE = 0, 1, 2  # an entry's verdict: do the two name differ
 
 
 class NeighbourTable:
-    def __init__(self, floor: float):
+    def __init__(self, floor: float, rule: int = 0):
         self.floor = floor
+        self.rule = rule  # the value rule the verdicts were recorded under
         self.ids = np.zeros((0, KEPT), dtype=np.int64)
         self.sims = np.zeros((0, KEPT), dtype=np.float32)
         self.count = np.zeros(0, dtype=np.int64)  # entries of each row
@@ -185,15 +185,14 @@ class NeighbourTable:
         rows = np.flatnonzero(self.known)
         return dict(zip(STATE, (np.array(self.floor, dtype=np.float64), rows, self.ids[rows],
                                 self.sims[rows], self.count[rows], self.verdicts[rows],
-                                np.array(values.RULE, dtype=np.int64))))
+                                np.array(self.rule, dtype=np.int64))))
 
     @classmethod
     def from_state(cls, state: dict) -> "NeighbourTable | None":
         """The table state() saved, or None if this is not one."""
         try:
-            table = cls(float(state["neighbour_floor"]))
+            table = cls(float(state["neighbour_floor"]), int(state.get("neighbour_rule", 0)))
             rows, ids, sims, count, verdicts = (np.asarray(state[k]) for k in STATE[1:6])
-            rule = int(state.get("neighbour_rule", 0))
         except (KeyError, TypeError, ValueError):
             return None
         if ids.shape != (len(rows), KEPT) or sims.shape != ids.shape or \
@@ -206,7 +205,10 @@ class NeighbourTable:
         table._room(int(rows.max()) + 1)
         table.ids[rows], table.sims[rows] = state["neighbour_ids"], state["neighbour_sims"]
         table.count[rows], table.verdicts[rows] = count, verdicts
-        if rule != values.RULE:  # recorded under another rule: found again when asked
-            table.verdicts[rows] = UNKNOWN
         table.known[rows] = True
         return table
+
+    def forget_verdicts(self, rule: int) -> None:
+        """Verdicts recorded under another value rule are found again when asked."""
+        self.verdicts[:] = UNKNOWN
+        self.rule = rule

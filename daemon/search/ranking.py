@@ -25,8 +25,8 @@ from itertools import repeat
 import numpy as np
 
 from ..core.growable import grown
-from .query_analysis import QueryAnalysis, analyse
 from ..core.records import Memory, utcnow
+from .query_analysis import QueryAnalysis, analyse
 
 FUSION_MODES = ("context", "legacy", "rrf")
 DEFAULT_FUSION = "context"

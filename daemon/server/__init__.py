@@ -1,1 +1,2 @@
-"""The daemon process: the socket and its relay, the gRPC servicer, fair call scheduling, housekeeping and upkeep, main."""
+"""The daemon process: the socket and its relay, the gRPC servicer, fair call
+scheduling, housekeeping and upkeep, main."""

@@ -6,6 +6,8 @@ import logging
 import threading
 import time
 
+from ..curation.conflicts import fill_rows
+
 log = logging.getLogger(__name__)
 
 TICK_SECONDS = 5.0
@@ -21,7 +23,7 @@ def start_housekeeping(stores, upkeep, idle_close_seconds: float,
         tick = min(tick, max(0.5, upkeep.settings.upkeep_idle_minutes * 60 / 4))
 
     def fill_neighbours():
-        stores.fill_neighbours(neighbour_floor)
+        stores.fill_neighbours(fill_rows, neighbour_floor)
 
     def loop():
         last_sweep = time.monotonic()

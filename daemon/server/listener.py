@@ -33,7 +33,6 @@ import time
 from pathlib import Path
 
 import grpc
-
 from memnest_proto import memnest_pb2_grpc as pb_grpc
 from memnest_proto.paths import grpc_target
 
@@ -462,6 +461,7 @@ class DaemonServer:
         os.chmod(path, 0o600)
 
     def _start_activated(self) -> None:
+        assert self.listener is not None
         self._serve_through_relay(self.listener)
         log.info("serving the inherited socket %s (socket activation)", self.sock)
 

@@ -100,9 +100,16 @@ def main(argv: list[str] | None = None) -> int:
     # texts, logs and exports are readable by nobody else (group and others get nothing).
     os.umask(0o077)
     # Imported here so that `memnestd --help` stays fast.
-    from .listener import (AlreadyRunning, DaemonServer, InstanceLock, connected_clients,
-                         inherited_listener, listener_path, prepare_socket_dir,
-                         something_listens)
+    from .listener import (
+        AlreadyRunning,
+        DaemonServer,
+        InstanceLock,
+        connected_clients,
+        inherited_listener,
+        listener_path,
+        prepare_socket_dir,
+        something_listens,
+    )
 
     listener = inherited_listener()  # systemd socket activation
     sock = paths.socket_path()
@@ -150,12 +157,12 @@ def main(argv: list[str] | None = None) -> int:
         lock.release()
         return 0
 
-    from ..model.embedder import Embedder, ModelUnavailable
-    from .servicer import MemnestService, Runtime
-    from .housekeeping import start_housekeeping
     from ..curation.conflicts import neighbour_floor
+    from ..model.embedder import Embedder, ModelUnavailable
+    from ..store.registry import StoreRegistry
+    from .housekeeping import start_housekeeping
+    from .servicer import MemnestService, Runtime
     from .upkeep import Upkeep
-    from ..store.store import StoreRegistry
 
     try:
         embedder = Embedder(settings.embedding_model, settings.embed_threads or None)

@@ -10,15 +10,14 @@ import threading
 import time
 
 import psutil
-
 from memnest_proto import memnest_pb2 as pb
 from memnest_proto import memnest_pb2_grpc as pb_grpc
 from memnest_proto.version import PROTOCOL_VERSION, VERSION
 
 from ..core.errors import ToolError
+from ..store.registry import check_workspace
 from ..tools import TOOLS, ToolContext
 from ..tools.registry import parse_arguments
-from ..store.store import check_workspace
 
 log = logging.getLogger(__name__)
 

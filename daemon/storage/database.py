@@ -9,9 +9,10 @@ import sys
 import threading
 from contextlib import contextmanager
 from datetime import datetime
+from typing import cast
 
-import numpy as np
 import ladybug as lb
+import numpy as np
 from ladybug.prepared_statement import PreparedStatement
 
 from ..core.records import Memory, content_hash
@@ -117,15 +118,15 @@ class Database:
         if params:
             statement = self._prepared(conn, query)
             try:
-                result = conn.execute(statement, params)
+                result = _single(conn.execute(statement, params))
             except Exception:
                 self._local.prepared.pop(query, None)  # never keep one that failed
                 raise
         else:
-            result = conn.execute(query)
-        out = []
+            result = _single(conn.execute(query))
+        out: list[list] = []
         while result.has_next():
-            out.append(result.get_next())
+            out.append(list(result.get_next()))
         return out
 
     def _prepared(self, conn: lb.Connection, query: str) -> PreparedStatement:
@@ -177,31 +178,32 @@ class Database:
         if pending:
             self._checkpoint(conn)  # the deferred rows, before any big record follows
         conn.execute("BEGIN TRANSACTION")
-        self._staged = None if checkpoint or self._journal is None else {}
+        journal = self._journal
+        self._staged = None if checkpoint or journal is None else {}
         journal_size = None
         try:
             if pending:
                 self.write_embeddings(pending)
             yield self
-            if self._staged:  # a full disk fails the write here, before anything commits
-                journal_size = self._journal.append([m for m, _ in self._staged.values()])
+            if self._staged and journal is not None:  # a full disk fails here, uncommitted
+                journal_size = journal.append([m for m, _ in self._staged.values()])
             conn.execute("COMMIT")
         except BaseException:
             try:
                 conn.execute("ROLLBACK")
             except Exception:  # the failed statement may already have aborted it
                 log.debug("rollback after failure also failed", exc_info=True)
-            if journal_size is not None:  # tidiness: an unconfirmed line is never restored
-                try:
-                    self._journal.cut(journal_size)
+            if journal is not None and journal_size is not None:  # tidiness: an
+                try:                                      # unconfirmed line is never restored
+                    journal.cut(journal_size)
                 except OSError:
                     log.debug("could not cut the journal of deferred rows", exc_info=True)
             raise
         finally:
             staged, self._staged = self._staged, None
-        if staged:
+        if staged and journal is not None:
             try:
-                self._journal.committed()
+                journal.committed()
             except OSError:  # unconfirmed in the journal: make the rows durable the slow way
                 log.exception("%s: journal of deferred rows unwritable", self.path)
                 checkpoint = True
@@ -341,13 +343,16 @@ class Database:
         row holds 384 Python floats per memory, and the process kept that memory after the
         list was gone)."""
         cols = ", ".join(f"m.{c}" for c in MEMORY_COLUMNS)
-        result = self._conn().execute(
-            f"MATCH (m:Memory) RETURN {cols}, m.embedding IS NOT NULL")
-        memories, ids, cached_rows, unembedded = [], [], [], []
+        result = _single(self._conn().execute(
+            f"MATCH (m:Memory) RETURN {cols}, m.embedding IS NOT NULL"))
+        memories: list[Memory] = []
+        ids: list[int] = []
+        cached_rows: list[int] = []
+        unembedded: list[Memory] = []
         missing: dict[int, int] = {}  # memory id -> its row in the matrix
         deferred: dict[int, int] = {}
         while chunk := result.get_n(LOAD_CHUNK):  # 100k rows: 0.44 s, one at a time 0.74 s
-            for row in chunk:
+            for row in cast(list[list], chunk):
                 m = _memory(row[:-1])
                 memories.append(m)
                 if not row[-1] and m.id in self._pending:
@@ -370,28 +375,28 @@ class Database:
             matrix[have] = snapshot.matrix[take[have]]
         if missing:
             self._read_embeddings(missing, matrix)
-        for memory_id, row in deferred.items():
-            matrix[row] = self._pending[memory_id]
+        for memory_id, at in deferred.items():
+            matrix[at] = self._pending[memory_id]
         return memories, ids, matrix, len(missing), unembedded
 
     def _read_embeddings(self, rows: dict[int, int], matrix: np.ndarray) -> None:
         """Fill `matrix` at rows[id] with each id's stored embedding: a few by id, many in
         one scan."""
         if len(rows) <= FETCH_BY_ID_MAX:
-            result = self._conn().execute(
+            result = _single(self._conn().execute(
                 "MATCH (m:Memory) WHERE m.id IN $ids RETURN m.id, m.embedding",
-                {"ids": list(rows)})
+                {"ids": list(rows)}))
         else:
-            result = self._conn().execute(
-                "MATCH (m:Memory) WHERE m.embedding IS NOT NULL RETURN m.id, m.embedding")
+            result = _single(self._conn().execute(
+                "MATCH (m:Memory) WHERE m.embedding IS NOT NULL RETURN m.id, m.embedding"))
         while result.has_next():
-            memory_id, embedding = result.get_next()
+            memory_id, embedding = cast(list, result.get_next())
             row = rows.get(memory_id)
             if row is not None and embedding is not None:
                 matrix[row] = embedding
 
     def load_edges(self) -> list[tuple[str, int, int]]:
-        out = []
+        out: list[tuple[str, int, int]] = []
         for rel in RELATION_TYPES:
             out.extend((rel, a, b) for a, b in self.rows(
                 f"MATCH (a:Memory)-[:{rel}]->(b:Memory) RETURN a.id, b.id"))
@@ -509,6 +514,12 @@ class Database:
         if names:
             self.rows("MATCH (t:Topic) WHERE t.name IN $names AND NOT EXISTS "
                       "{ MATCH (:Memory)-[:ABOUT]->(t) } DELETE t", {"names": list(names)})
+
+
+def _single(result: lb.QueryResult | list[lb.QueryResult]) -> lb.QueryResult:
+    """The result of the one statement the daemon's own queries hold."""
+    assert not isinstance(result, list)
+    return result
 
 
 def _params(m: Memory) -> dict:

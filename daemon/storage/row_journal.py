@@ -12,8 +12,8 @@ import logging
 import os
 from datetime import datetime
 
-from .db_files import open_private
 from ..core.records import Memory
+from .db_files import open_private
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,8 @@ class RowJournal:
                 lines = f.readlines()
         except FileNotFoundError:
             return []
-        out, candidate = [], None
+        out: list[Memory] = []
+        candidate: list[Memory] | None = None
         for line in lines:
             if line == _COMMITTED:
                 out.extend(candidate or ())

@@ -67,11 +67,11 @@ class Snapshot:
     def terms_for(self, memory_id: int, text: str) -> tuple[str, ...] | None:
         """The memory's index terms, if they were analysed from this very text."""
         row = self.rows.get(memory_id)
-        if row is None or self.text_digests is None or self.text_digests[row] != digest(text):
+        vocabulary, offsets, term_ids = self.vocabulary, self.term_offsets, self.term_ids
+        if row is None or self.text_digests is None or vocabulary is None or offsets is None \
+                or term_ids is None or self.text_digests[row] != digest(text):
             return None
-        vocabulary = self.vocabulary
-        return tuple([vocabulary[i] for i in
-                      self.term_ids[self.term_offsets[row]:self.term_offsets[row + 1]]])
+        return tuple([vocabulary[i] for i in term_ids[offsets[row]:offsets[row + 1]]])
 
 
 def load(db_path: str, model: str, dim: int) -> Snapshot | None:
@@ -138,12 +138,15 @@ def save(db_path: str, model: str, ids: np.ndarray, contents: list[str],
             pass
         fd = open_private(str(temp), os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, model=np.array(model), ids=np.asarray(ids, dtype=np.int64),
-                     digests=digests, matrix=np.asarray(matrix, dtype=np.float32),
-                     analyser=np.array(ANALYSER), text_digests=text_digests,
-                     vocabulary=np.array(list(vocabulary), dtype=str),
-                     term_offsets=np.array(offsets, dtype=np.int64),
-                     term_ids=np.array(term_ids, dtype=np.int32), **(neighbours or {}))
+            arrays: dict[str, np.ndarray] = {
+                "model": np.array(model), "ids": np.asarray(ids, dtype=np.int64),
+                "digests": digests, "matrix": np.asarray(matrix, dtype=np.float32),
+                "analyser": np.array(ANALYSER), "text_digests": text_digests,
+                "vocabulary": np.array(list(vocabulary), dtype=str),
+                "term_offsets": np.array(offsets, dtype=np.int64),
+                "term_ids": np.array(term_ids, dtype=np.int32), **(neighbours or {})}
+            # numpy's stub types **kwds as its allow_pickle flag
+            np.savez(f, **arrays)  # type: ignore[arg-type]
             f.flush()
             os.fsync(f.fileno())
         os.replace(temp, path)

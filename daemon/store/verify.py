@@ -13,10 +13,10 @@ from collections import Counter
 
 import numpy as np
 
-from ..storage import integrity, vector_snapshot
-from ..curation.conflicts import KEPT
-from ..storage.database import MEMORY_COLUMNS, _memory
 from ..search.indexes import keyword_text
+from ..search.neighbour_table import KEPT
+from ..storage import integrity, vector_snapshot
+from ..storage.database import MEMORY_COLUMNS, _memory
 from ..storage.integrity import Finding
 from ..storage.row_journal import RowJournal
 

@@ -1,4 +1,6 @@
 """Argument schemas and checks shared by the tools."""
+from typing import Any
+
 from ..core.errors import invalid
 from ..core.records import CATEGORIES, Memory
 from .registry import ToolContext
@@ -6,16 +8,16 @@ from .registry import ToolContext
 MAX_IDS = 500
 MAX_QUERY_CHARS = 4000
 
-ID = {"type": "integer", "minimum": 1, "maximum": 2**62}
-IDS = {"type": "array", "items": ID, "minItems": 1, "maxItems": MAX_IDS}
-TAGS = {"type": "array", "maxItems": 50,
+ID: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": 2**62}
+IDS: dict[str, Any] = {"type": "array", "items": ID, "minItems": 1, "maxItems": MAX_IDS}
+TAGS: dict[str, Any] = {"type": "array", "maxItems": 50,
         "items": {"type": "string", "minLength": 1, "maxLength": 100}}
-CATEGORY = {"type": "string", "enum": list(CATEGORIES)}
-IMPORTANCE = {"type": "integer", "minimum": 1, "maximum": 5}
-PREVIEW = {"type": "integer", "minimum": 0, "maximum": 100000,
+CATEGORY: dict[str, Any] = {"type": "string", "enum": list(CATEGORIES)}
+IMPORTANCE: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": 5}
+PREVIEW: dict[str, Any] = {"type": "integer", "minimum": 0, "maximum": 100000,
            "description": "Truncate each content to this many characters (default "
                           "MEMORY_MAX_CONTENT); 0 shows none."}
-ITEM = {
+ITEM: dict[str, Any] = {
     "type": "object",
     "properties": {
         "content": {"type": "string", "minLength": 1,

@@ -1,22 +1,24 @@
 """Graph tools: relations between memories, keep-separate verdicts, topics."""
 from itertools import combinations
+from typing import Any
 
-from ..storage.database import RELATION_TYPES
 from ..core.errors import invalid, not_found
-from ..store.graph import pair
 from ..core.records import utcnow
+from ..storage.database import RELATION_TYPES
+from ..store.graph import pair
 from .common import ID, IDS, visible
 from .registry import ToolContext, tool
 
 MAX_RELATIONS = 500
 
-_RELATION = {"type": "string", "enum": list(RELATION_TYPES)}
-_EDGE = {
+_RELATION: dict[str, Any] = {"type": "string", "enum": list(RELATION_TYPES)}
+_EDGE: dict[str, Any] = {
     "type": "object",
     "properties": {
         "from_id": ID, "to_id": ID,
-        "relationship": {**_RELATION, "description": "RELATED_TO (default), SUPERSEDES (from "
-                                                     "replaces to) or EXPLAINS (from explains to)."},
+        "relationship": {**_RELATION,
+                         "description": "RELATED_TO (default), SUPERSEDES (from replaces to) "
+                                        "or EXPLAINS (from explains to)."},
     },
     "required": ["from_id", "to_id"], "additionalProperties": False,
 }

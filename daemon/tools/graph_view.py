@@ -3,9 +3,9 @@ import os
 from pathlib import Path
 
 from ..core.errors import invalid
-from .graph_page import SIGNATURE, render
 from ..core.records import iso, utcnow
 from ..storage.safe_files import write_file
+from .graph_page import SIGNATURE, render
 from .registry import ToolContext, tool
 
 DEFAULT_PATH = ".memnest/graph.html"

@@ -1,17 +1,32 @@
 """The core memory tools: store, search, get, list, update, delete, stats."""
-from ..curation.conflicts import conflicts
+from typing import Any
+
+import numpy as np
+
 from ..core.errors import invalid, not_found
-from ..search.graph_signal import boost
-from ..curation.ingest import BRIEF_CONFLICTS_HINT, Item, ingest
 from ..core.records import Memory, content_hash, iso, normalise_tags, utcnow
+from ..curation.conflicts import conflicts
+from ..curation.ingest import BRIEF_CONFLICTS_HINT, Item, ingest
 from ..curation.screening import flag
+from ..search.graph_signal import boost
 from ..search.ranking import SearchFilter, demote_superseded, rank
-from .common import (CATEGORY, ID, IDS, IMPORTANCE, ITEM, MAX_IDS, MAX_QUERY_CHARS, PREVIEW,
-                     TAGS, clean_content, embed_with_progress, one_or_many, preview_chars,
-                     visible)
+from .common import (
+    CATEGORY,
+    ID,
+    IDS,
+    IMPORTANCE,
+    ITEM,
+    MAX_IDS,
+    MAX_QUERY_CHARS,
+    PREVIEW,
+    TAGS,
+    clean_content,
+    embed_with_progress,
+    one_or_many,
+    preview_chars,
+    visible,
+)
 from .registry import ToolContext, tool
-
-
 
 # -- memory_store ----------------------------------------------------------------------------
 
@@ -220,7 +235,7 @@ def memory_list(ctx: ToolContext, args: dict) -> dict:
 
 # -- memory_update ---------------------------------------------------------------------------
 
-_UPDATE = {
+_UPDATE: dict[str, Any] = {
     "type": "object",
     "properties": {"id": ID, "content": ITEM["properties"]["content"],
                    "category": CATEGORY, "tags": TAGS, "importance": IMPORTANCE},
@@ -262,11 +277,11 @@ def memory_update(ctx: ToolContext, args: dict) -> dict:
     results, updated = [], []
     with store.writing():
         now = utcnow()
-        staged: dict[int, tuple[Memory, object, list[str]]] = {}
+        staged: dict[int, tuple[Memory, np.ndarray | None, list[str]]] = {}
         for change, vector in zip(changes, new_vectors):
             memory_id = change["id"]
             current = staged[memory_id][0] if memory_id in staged else store.catalog.get(memory_id)
-            if not visible(ctx, current):
+            if current is None or not visible(ctx, current):
                 if not batch:
                     raise not_found(f"no memory with id {memory_id} in this workspace")
                 results.append({"id": memory_id, "status": "not_found"})

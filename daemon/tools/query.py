@@ -13,12 +13,12 @@ import logging
 import os
 import time
 
+from ..core.errors import ToolError, invalid
+from ..core.records import Memory, content_hash, normalise_tags, utcnow
 from ..cypher import guard as guard
 from ..cypher import run as query_run
-from ..storage.database import MEMORY_COLUMNS
-from ..core.errors import ToolError, invalid
 from ..cypher.worker import QueryWorker
-from ..core.records import Memory, content_hash, normalise_tags, utcnow
+from ..storage.database import MEMORY_COLUMNS
 from .registry import ToolContext, tool
 
 log = logging.getLogger(__name__)
@@ -274,7 +274,8 @@ def memory_schema(ctx: ToolContext, args: dict) -> dict:
         tables = []
         for name, kind in query_run.tables(db):
             info = query_run.table_info(db, name)
-            entry = {"name": name, "type": kind.lower(), "rows": query_run.count_rows(db, name, kind),
+            entry = {"name": name, "type": kind.lower(),
+                     "rows": query_run.count_rows(db, name, kind),
                      "columns": [{"name": c[1], "type": c[2],
                                   **({"primary_key": True} if kind == "NODE" and c[4] is True
                                      else {})} for c in info]}

@@ -3,14 +3,22 @@
 The shim builds its MCP tools from these definitions (fetched over gRPC), so adding a tool
 here is all it takes to offer it in every editor.
 """
+from __future__ import annotations
+
 import json
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import jsonschema
 from jsonschema import validators
 
+from ..core.config import Settings
 from ..core.errors import ToolError, invalid
+from ..store.registry import StoreRegistry
+from ..store.store import MemoryStore
+
+if TYPE_CHECKING:  # the model's imports are heavy; the daemon loads them once, in main
+    from ..model.embedder import Embedder
 
 # JSON Schema counts 2.0 as an integer; tools slice and count with these values, so only
 # real integers pass (and booleans, which Python treats as ints, do not).
@@ -23,16 +31,16 @@ StrictValidator = validators.extend(validators.Draft202012Validator, type_checke
 class ToolContext:
     workspace: str
     db_path: str
-    stores: object        # StoreRegistry
-    embedder: object      # Embedder
-    settings: object      # Settings
-    runtime: object       # daemon runtime facts for stats
+    stores: StoreRegistry
+    embedder: Embedder
+    settings: Settings
+    runtime: Callable[[], dict]  # the daemon's runtime facts, for memory_stats
     progress: Callable[[float, float, str], None] = lambda done, total, message: None
     still_wanted: Callable[[], bool] = lambda: True  # False once the caller has gone
-    _store: object = None
+    _store: MemoryStore | None = None
 
     @property
-    def store(self):
+    def store(self) -> MemoryStore:
         """The workspace's database, opened on first use; released by close()."""
         if self._store is None:
             self._store = self.stores.acquire(self.workspace, self.db_path)

@@ -6,7 +6,7 @@ its own later calls."""
 import os
 
 from ..core.errors import invalid
-from ..store.store import check_workspace, database_path
+from ..store.registry import check_workspace, database_path
 from .registry import ToolContext, tool
 
 

@@ -14,15 +14,14 @@ from contextlib import closing
 from datetime import datetime, timezone
 
 import numpy as np
-
 from memnest_proto.version import VERSION
 
-from ..storage.database import RELATION_TYPES
 from ..core.errors import invalid
-from ..store.graph import pair
-from ..curation.ingest import Item, ingest, merge_candidate
 from ..core.records import CATEGORIES, content_hash, normalise_tags, utcnow
+from ..curation.ingest import Item, ingest, merge_candidate
+from ..storage.database import RELATION_TYPES
 from ..storage.safe_files import read_file, write_file
+from ..store.graph import pair
 from .registry import StrictValidator, ToolContext, tool
 
 FORMAT = "memnest-export"
@@ -81,7 +80,8 @@ def memory_export(ctx: ToolContext, args: dict) -> dict:
            "generator": f"memnest {VERSION}", "embedding_model": model}
     if with_paths:
         doc["workspace"] = ctx.workspace
-    doc["counts"] = {"memories": len(rows), "edges": len(edges), "keep_separate": len(verdicts)}
+    counts = {"memories": len(rows), "edges": len(edges), "keep_separate": len(verdicts)}
+    doc["counts"] = counts
     doc["memories"] = rows
     doc["edges"] = [{"type": rel, "from": f"m{a}", "to": f"m{b}"} for rel, a, b in edges]
     doc["keep_separate"] = [[f"m{a}", f"m{b}"] for a, b in verdicts]
@@ -90,7 +90,7 @@ def memory_export(ctx: ToolContext, args: dict) -> dict:
     default = f"{DEFAULT_DIR}/memories-{datetime.now(timezone.utc):%Y%m%d-%H%M%S-%f}.json"
     path = write_file(ctx.workspace, args.get("path"), default, data, SIGNATURE,
                       "memory export", ctx.settings.output_dir)
-    return {"path": path, "format": FORMAT, "version": VERSION_1, **doc["counts"],
+    return {"path": path, "format": FORMAT, "version": VERSION_1, **counts,
             "bytes": len(data), "includes_workspace_paths": with_paths}
 
 
@@ -236,7 +236,9 @@ def _parse(data: bytes, settings) -> _Parsed:
             described.append(f"{where}: {message}")
         raise bad("; ".join(described))
 
-    items, keys, index = [], [], {}
+    items: list[Item] = []
+    keys: list[str] = []
+    index: dict[str, int] = {}
     for n, row in enumerate(doc["memories"]):
         where = f"memories.{n}"
         key = row["key"]
@@ -439,6 +441,7 @@ def _embedded_ahead(ctx: ToolContext, chunks: list[list[int]], texts: list[str])
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="import-embed") as ahead:
         upcoming = ahead.submit(embed, chunks[0]) if chunks else None
         for following in [*chunks[1:], None]:
+            assert upcoming is not None
             vectors = upcoming.result()
             upcoming = None if following is None else ahead.submit(embed, following)
             yield vectors

@@ -12,8 +12,8 @@ from pathlib import Path
 from memnest_proto import paths
 from memnest_proto.version import PROTOCOL_VERSION, VERSION
 
-from . import service_units as service
 from ..client import DaemonClient, DaemonUnavailable, ToolFailure, version_key
+from . import service_units as service
 from .editor_configs import ConfigError, mcp_command
 
 

@@ -118,7 +118,7 @@ def desired_env(workspace: Path, model: str | None) -> dict[str, str]:
     return env
 
 
-# -- reading and writing -----------------------------------------------------------------------------
+# -- reading and writing -----------------------------------------------------------------
 
 _JSONC_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/', re.S)
 _TRAILING_COMMA = re.compile(r'("(?:\\.|[^"\\])*")|,(\s*[}\]])', re.S)
@@ -195,7 +195,7 @@ def plan(client: str, workspace: Path, path: Path | None = None, name: str = "me
     env = {k: v for k, v in (entry.get("env") or {}).items() if k not in MANAGED_ENV} \
         if isinstance(entry.get("env"), dict) else {}
     env.update(desired_env(workspace, chosen))
-    fresh = {"type": "stdio"} if spec.stdio_type else {}
+    fresh: dict[str, object] = {"type": "stdio"} if spec.stdio_type else {}
     fresh.update({"command": str(mcp_command()), "args": [], "env": env})
     for key in ("url", "headers", "transport"):  # a remote entry of the same name is replaced
         entry.pop(key, None)
@@ -275,6 +275,7 @@ def check(client: str, workspace: Path, path: Path | None = None, name: str = "m
     if not isinstance(entry, dict):
         results.append(Check(False, "entry", f"no \"{name}\" under \"{spec.servers_key}\"", rerun))
         return results
+    assert isinstance(servers, dict)
     others = [k for k in servers if k != name]
     results.append(Check(True, "entry", f"\"{name}\" present"
                          + (f", beside {', '.join(others)}" if others else "")))
@@ -295,7 +296,7 @@ def check(client: str, workspace: Path, path: Path | None = None, name: str = "m
                              f"({expected})", rerun))
     else:
         results.append(Check(True, "command", command))
-    env = entry.get("env") if isinstance(entry.get("env"), dict) else {}
+    env: dict = entry["env"] if isinstance(entry.get("env"), dict) else {}
     pinned = env.get("MEMORY_WORKSPACE")
     if pinned == str(workspace):
         results.append(Check(True, "workspace", f"pinned to {pinned}"))

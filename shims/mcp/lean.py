@@ -28,10 +28,12 @@ def _bare_package(name: str) -> None:
         """Runs the package's real __init__ once, then answers from it."""
         if package.__dict__.pop("__getattr__", None) is None:
             raise AttributeError(f"module {name!r} has no attribute {attribute!r}")
-        spec.loader.exec_module(package)
+        loader = spec.loader
+        assert loader is not None  # checked above
+        loader.exec_module(package)
         return getattr(package, attribute)
 
-    package.__getattr__ = complete
+    setattr(package, "__getattr__", complete)
     sys.modules[name] = package
     parent, _, child = name.rpartition(".")
     if parent:

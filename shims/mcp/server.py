@@ -9,20 +9,22 @@ import json
 import logging
 import sys
 import warnings
+from typing import Any
 
 import anyio
 import anyio.to_thread
 import mcp_types as types
-
 from memnest_proto.version import VERSION
 
-from . import jsonrpc_guard, lean as lean_mcp
 from .. import workspace as ws
 from ..errors import DaemonUnavailable, OutcomeUnknown, ToolFailure
+from . import jsonrpc_guard
+from . import lean as lean_mcp
 from .render import render, response_format
 
 Server, stdio_server = lean_mcp.load()
 from mcp.shared.message import SessionMessage  # noqa: E402 (after the lean import above)
+
 log = logging.getLogger("memnest-mcp")
 ROOTS_TIMEOUT_S = 2.0
 
@@ -133,7 +135,7 @@ async def serve(warmup) -> None:
                     instructions="Persistent memory for this project: search it before you "
                                  "answer, store decisions, preferences and lessons as you go.",
                     on_list_tools=shim.list_tools, on_call_tool=shim.call_tool)
-    replies = {}
+    replies: dict[str, Any] = {}
 
     async def refuse(request_id, message: str) -> None:
         error = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(

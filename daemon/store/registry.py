@@ -1,0 +1,240 @@
+"""Which database a workspace uses, and the registry that opens each database once, keeps
+it while it is used and closes it when idle (or when too many are open)."""
+import gc
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+
+from ..core.errors import ToolError, invalid
+from ..storage.database import ModelMismatch
+from ..storage.db_files import UnsafeLocation, unresolved
+from .store import MemoryStore
+
+log = logging.getLogger(__name__)
+
+# Idle databases get their conflict neighbour rows found in the background: rows for this
+# many memories at a time (under the read lock), for at most FILL_SECONDS per housekeeping
+# tick, once no call has used the database for FILL_AFTER_IDLE_S.
+FILL_ROWS = 64
+FILL_SECONDS = 1.0
+FILL_AFTER_IDLE_S = 2.0
+MAX_OPEN = 16  # databases open at once (MEMNEST_MAX_OPEN_DATABASES)
+
+
+def database_path(workspace: str, db_path: str) -> str:
+    """Where a workspace's memories live: MEMORY_DB_PATH when the caller set one (relative
+    paths are taken from the workspace), else <workspace>/.memnest/memory.lbug."""
+    if db_path == ":memory:":
+        return db_path
+    if db_path:
+        path = Path(db_path).expanduser()
+        return str(path if path.is_absolute() else Path(workspace) / path)
+    return str(Path(workspace) / ".memnest" / "memory.lbug")
+
+
+def check_workspace(workspace: str) -> str:
+    if not workspace:
+        raise invalid("no workspace was given: set MEMORY_WORKSPACE or start the client in a "
+                      "project directory")
+    if "\x00" in workspace or not os.path.isabs(workspace):
+        raise invalid(f"workspace {workspace!r} must be an absolute directory path")
+    resolved = os.path.realpath(workspace)
+    if not os.path.isdir(resolved):
+        raise invalid(f"workspace {workspace!r} is not an existing directory; check "
+                      "MEMORY_WORKSPACE or the directory the client runs in")
+    if _system_folder(resolved):
+        raise ToolError("permission_denied",
+                        f"{resolved} is a system folder, not a project: memnest keeps no "
+                        "memories there. Start the client in a project directory or set "
+                        "MEMORY_WORKSPACE")
+    owner = os.stat(resolved).st_uid
+    if owner != os.geteuid():
+        raise ToolError("permission_denied",
+                        f"{resolved} belongs to another user (uid {owner}); memnest keeps "
+                        "memories only in folders of the user it runs as")
+    return resolved
+
+
+# Folders that hold the system, not a project (and the parents of users' homes).
+_SYSTEM = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc",
+           "/run", "/sbin", "/sys", "/usr", "/var", "/System", "/Library", "/private/etc",
+           "/private/var")
+_SYSTEM_EXACT = ("/", "/home", "/Users", "/tmp", "/var/tmp", "/private/tmp", "/opt", "/srv",
+                 "/mnt", "/media", "/root" if os.geteuid() != 0 else "")
+_NOT_SYSTEM = ("/var/tmp/", "/var/folders/", "/private/var/folders/", "/run/user/")
+
+
+def _system_folder(path: str) -> bool:
+    if path in _SYSTEM_EXACT:
+        return True
+    if path.startswith(_NOT_SYSTEM) and path.rstrip("/") not in _SYSTEM_EXACT:
+        return False
+    return any(path == top or path.startswith(top + "/") for top in _SYSTEM)
+
+
+class StoreRegistry:
+    """Opens each database once, on first use, keeps it open while it is used, and closes it
+    after it has been idle for a while (an ephemeral `:memory:` database stays open)."""
+
+    def __init__(self, model: str, dim: int, buffer_pool_mb: int, max_db_gb: int,
+                 db_threads: int = 2, embed=None, max_open: int = MAX_OPEN):
+        self._open_args = (model, dim, buffer_pool_mb, max_db_gb, db_threads, embed)
+        self.max_open = max_open
+        self._stores: dict[str, MemoryStore] = {}
+        self._opening: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+        self.workspaces: dict[str, str] = {}  # caller workspace -> database path
+
+    def acquire(self, workspace: str, db_path: str) -> MemoryStore:
+        """The store for a workspace, marked in use until release()."""
+        path = database_path(workspace, db_path)
+        key = path if path == ":memory:" else unresolved(path)
+        with self._lock:
+            store = self._stores.get(key)
+            if store is None:
+                opening = self._opening.setdefault(key, threading.Lock())
+        if store is None:
+            with opening:  # one thread opens a given file; others wait for it
+                with self._lock:
+                    store = self._stores.get(key)
+                if store is None:
+                    self._make_room()
+                    store = self._open(key)
+                    with self._lock:
+                        self._stores[key] = store
+        with self._lock:
+            if self._stores.get(key) is not store:  # closed as idle in between: open again
+                return self.acquire(workspace, db_path)
+            store.users += 1
+            self.workspaces[workspace] = key
+        return store
+
+    def hold_open(self, workspace: str) -> MemoryStore | None:
+        """The store of a workspace if it is open now, marked in use (release() it after);
+        None if it is not open. For upkeep, which must not reopen what was closed."""
+        with self._lock:
+            store = self._stores.get(self.workspaces.get(workspace, ""))
+            if store is not None:
+                store.users += 1
+            return store
+
+    def release(self, store: MemoryStore, used: bool = True) -> None:
+        """`used`: a caller's call ends now, so the idle clock restarts (upkeep's own holds
+        pass False)."""
+        with self._lock:
+            store.users -= 1
+            if used:
+                store.last_used = time.monotonic()
+
+    def _make_room(self) -> None:
+        """Before another database opens: at `max_open` open ones, close the one used least
+        recently that no call is using (each open database holds ~35 MB and its threads:
+        opening workspace after workspace ran a daemon out of memory)."""
+        with self._lock:
+            if len(self._stores) < self.max_open:
+                return
+            free = [s for key, s in self._stores.items() if key != ":memory:" and s.users == 0]
+            if not free:
+                raise ToolError("resource_exhausted",
+                                f"{len(self._stores)} databases are open and every one is in "
+                                f"use (at most {self.max_open}, MEMNEST_MAX_OPEN_DATABASES); "
+                                "retry in a moment")
+            victim = min(free, key=lambda s: s.last_used)
+            del self._stores[victim.db_path]
+            self.workspaces = {w: k for w, k in self.workspaces.items() if k in self._stores}
+        log.info("closing %s: %d databases are open, the most at once", victim.db_path,
+                 self.max_open)
+        doomed = [victim]
+        del victim
+        self._closed(doomed)
+
+    def _open(self, key: str) -> MemoryStore:
+        try:
+            return MemoryStore(key, *self._open_args)
+        except ModelMismatch as exc:
+            raise ToolError("model_mismatch", str(exc)) from None
+        except UnsafeLocation as exc:
+            raise ToolError("permission_denied", f"will not open the database {key}: {exc}") \
+                from None
+        except (OSError, RuntimeError) as exc:
+            raise ToolError("storage_error", f"cannot open database {key}: {exc}") from None
+
+    def flush_deferred(self) -> None:
+        """Write what calls left for later: access counts and deferred embeddings."""
+        for store in self.stores():
+            for chore in (store.flush_access, store.flush_embeddings):
+                try:
+                    chore()
+                except Exception:
+                    log.exception("%s: %s failed", store.db_path, chore.__name__)
+
+    def fill_neighbours(self, fill, floor: float, budget_s: float = FILL_SECONDS) -> int:
+        """Find conflict neighbour rows (`fill`: curation.conflicts.fill_rows) in databases
+        no call has used for FILL_AFTER_IDLE_S, for at most `budget_s`; stops as soon as a
+        call uses one. Returns how many rows were found."""
+        started, found = time.monotonic(), 0
+        for store in self.stores():
+            while time.monotonic() - started < budget_s:
+                with self._lock:
+                    idle = store.users == 0 and \
+                        time.monotonic() - store.last_used >= FILL_AFTER_IDLE_S
+                    if idle:
+                        store.users += 1  # not closed under our feet
+                if not idle:
+                    break
+                try:
+                    added = fill(store, floor, FILL_ROWS)
+                finally:
+                    self.release(store, used=False)
+                found += added
+                if not added:
+                    break
+        return found
+
+    def close_idle(self, idle_seconds: float) -> list[str]:
+        """Close databases no call has used for `idle_seconds`; returns their paths."""
+        now = time.monotonic()
+        with self._lock:
+            idle = [s for key, s in self._stores.items() if key != ":memory:"
+                    and s.users == 0 and now - s.last_used >= idle_seconds]
+            for path in [s.db_path for s in idle]:  # no name is left holding a store
+                del self._stores[path]
+            self.workspaces = {w: k for w, k in self.workspaces.items() if k in self._stores}
+        closed = [s.db_path for s in idle]
+        for path, used in [(s.db_path, s.last_used) for s in idle]:
+            log.info("closing %s after %.0fs idle", path, now - used)
+        self._closed(idle)
+        return closed
+
+    @staticmethod
+    def _closed(stores: list[MemoryStore]) -> None:
+        """Close stores already taken out of the registry, and free what they held."""
+        if not stores:
+            return
+        for store in stores:
+            try:
+                store.close()
+            except Exception:
+                log.exception("closing %s failed", store.db_path)
+        del store
+        stores.clear()  # the caller's list: nothing keeps the closed stores alive
+        # What the closed stores held may sit in reference cycles among frozen objects:
+        # thaw everything, collect, and freeze what the open stores still hold.
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
+
+    def stores(self) -> list[MemoryStore]:
+        with self._lock:
+            return list(self._stores.values())
+
+    def close_all(self) -> None:
+        with self._lock:
+            stores, self._stores = list(self._stores.values()), {}
+        for store in stores:
+            try:
+                store.close()
+            except Exception:
+                log.exception("closing %s failed", store.db_path)

@@ -1,0 +1,82 @@
+"""Imports go one way: a layer of the daemon uses only its own and lower layers, and nothing
+in the shims imports the daemon (a shim must start fast and stay small; DESIGN.md 1).
+docs/ARCHITECTURE.md describes the layers."""
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# Lower numbers are lower layers. Layers of one number do not import each other.
+DAEMON_LAYERS = {
+    "core": 0,
+    "storage": 1, "model": 1, "cypher": 1,
+    "search": 2,
+    "store": 3,
+    "curation": 4,
+    "tools": 5,
+    "server": 6,
+}
+SHIM_PARTS = {"": 0, "mcp": 1, "cli": 1}  # client, errors, workspace: shared by both
+
+
+def _imports(path: Path, package: str) -> list[tuple[int, str]]:
+    """(line, absolute module) of every import in the file, relative ones resolved."""
+    tree = ast.parse(path.read_text(), str(path))
+    here = package.split(".")
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[:len(here) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+                if not node.module:  # `from . import a`: a may be a module
+                    out += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
+                    continue
+            else:
+                module = node.module or ""
+            out.append((node.lineno, module))
+    return out
+
+
+def _files(folder: str, package: str):
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        rel = path.relative_to(ROOT / folder).with_suffix("").parts
+        parts = list(rel[:-1]) if rel[-1] == "__init__" else list(rel[:-1])
+        yield path, ".".join([package] + parts), rel
+
+
+def test_daemon_layers_import_downwards():
+    wrong = []
+    for path, package, rel in _files("daemon", "memnest_daemon"):
+        if len(rel) < 2:
+            continue  # the package's own __init__ and __main__
+        mine = DAEMON_LAYERS[rel[0]]
+        for line, module in _imports(path, package):
+            parts = module.split(".")
+            if parts[0] != "memnest_daemon" or len(parts) < 2 or parts[1] not in DAEMON_LAYERS:
+                continue
+            theirs = DAEMON_LAYERS[parts[1]]
+            if theirs > mine or (theirs == mine and parts[1] != rel[0]):
+                wrong.append(f"{path.relative_to(ROOT)}:{line} ({rel[0]}) imports {module}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_every_daemon_module_belongs_to_a_layer():
+    loose = [str(p.relative_to(ROOT)) for p, _, rel in _files("daemon", "memnest_daemon")
+             if len(rel) == 1 and rel[0] not in ("__init__", "__main__")]
+    assert not loose, loose
+
+
+def test_shims_never_import_the_daemon_and_the_two_shims_stay_apart():
+    wrong = []
+    for path, package, rel in _files("shims", "memnest_shims"):
+        part = rel[0] if len(rel) > 1 else ""
+        for line, module in _imports(path, package):
+            parts = module.split(".")
+            if parts[0] == "memnest_daemon":
+                wrong.append(f"{path.relative_to(ROOT)}:{line} imports the daemon ({module})")
+            elif parts[0] == "memnest_shims" and len(parts) > 2 and parts[1] in SHIM_PARTS:
+                if parts[1] != part and SHIM_PARTS[parts[1]] >= SHIM_PARTS[part]:
+                    wrong.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
+    assert not wrong, "\n".join(wrong)
