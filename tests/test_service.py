@@ -296,11 +296,12 @@ def test_launchd_plist_parses_and_names_existing_paths(tmp_path, monkeypatch):
 
 
 def test_templates_in_the_repository_are_what_install_uses():
-    assert service.SYSTEMD_TEMPLATES == ROOT / "systemd"
-    assert service.LAUNCHD_TEMPLATES == ROOT / "launchd"
-    for path in (ROOT / "systemd" / "memnestd.service", ROOT / "systemd" / "memnestd.socket",
-                 ROOT / "launchd" / f"{service.LABEL}.plist"):
-        assert path.is_file()
+    # The repository's systemd/ and launchd/ folders are the package data install reads.
+    pairs = [(service.SYSTEMD_TEMPLATES, ROOT / "systemd", name)
+             for name in (service.SERVICE_UNIT, service.SOCKET_UNIT)]
+    pairs.append((service.LAUNCHD_TEMPLATES, ROOT / "launchd", f"{service.LABEL}.plist"))
+    for packaged, folder, name in pairs:
+        assert packaged.joinpath(name).read_bytes() == (folder / name).read_bytes()
     plistlib.loads((ROOT / "launchd" / f"{service.LABEL}.plist").read_bytes())
 
 

@@ -16,15 +16,20 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from importlib.resources import files
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memnest_proto import paths
 
 from ..client import DaemonClient, daemon_command
 
-ROOT = Path(__file__).resolve().parents[2]  # the checkout (templates are not package data yet)
-SYSTEMD_TEMPLATES = ROOT / "systemd"
-LAUNCHD_TEMPLATES = ROOT / "launchd"
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
+# The templates ship as package data (the repository's systemd/ and launchd/ folders).
+SYSTEMD_TEMPLATES = files("memnest_shims.cli.systemd")
+LAUNCHD_TEMPLATES = files("memnest_shims.cli.launchd")
 SERVICE_UNIT = "memnestd.service"
 SOCKET_UNIT = "memnestd.socket"
 LABEL = "dev.memnest.memnestd"
@@ -137,21 +142,20 @@ def _systemd_value(value: str) -> str:
     return value.replace("%", "%%")
 
 
-def _template(folder: Path, name: str) -> str:
-    path = folder / name
+def _template(folder: "Traversable", name: str) -> str:
     try:
-        return path.read_text()
+        return folder.joinpath(name).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ServiceError(f"the service template {path} is missing: memnest-ctl service needs "
-                           "the memnest checkout it was installed from (pip install -e)") from None
+        raise ServiceError(f"the service template {name} is missing from this install of "
+                           "memnest; reinstall it") from None
 
 
 def render_systemd(setup: Setup) -> dict[str, str]:
     exec_start = " ".join(_systemd_quote(w) for w in setup.argv)
     environment = "\n".join("Environment=" + _systemd_quote(f"{k}={v}")
                             for k, v in sorted(setup.env.items()))
-    header = (f"# Installed by `memnest-ctl service install` from "
-              f"{SYSTEMD_TEMPLATES}; reinstalling overwrites it.\n")
+    header = ("# Installed by `memnest-ctl service install` from memnest's template; "
+              "reinstalling overwrites it.\n")
     service = _template(SYSTEMD_TEMPLATES, SERVICE_UNIT) \
         .replace("@EXEC_START@", exec_start) \
         .replace("@ENVIRONMENT@\n", environment + "\n" if environment else "")
@@ -162,12 +166,10 @@ def render_systemd(setup: Setup) -> dict[str, str]:
 
 def render_launchd(setup: Setup) -> bytes:
     try:
-        with open(LAUNCHD_TEMPLATES / f"{LABEL}.plist", "rb") as f:
-            plist = plistlib.load(f)
+        plist = plistlib.loads(LAUNCHD_TEMPLATES.joinpath(f"{LABEL}.plist").read_bytes())
     except FileNotFoundError:
-        raise ServiceError(f"the service template {LAUNCHD_TEMPLATES / (LABEL + '.plist')} is "
-                           "missing: memnest-ctl service needs the memnest checkout it was "
-                           "installed from (pip install -e)") from None
+        raise ServiceError(f"the service template {LABEL}.plist is missing from this install "
+                           "of memnest; reinstall it") from None
     values = {"@SOCKET@": str(setup.socket), "@HOME@": str(Path.home()),
               "@LOG_DIR@": str(setup.log_dir)}
 

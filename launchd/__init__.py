@@ -1,0 +1,1 @@
+"""The launchd agent for memnestd, shipped as package data (memnest-ctl service install)."""

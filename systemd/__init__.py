@@ -1,0 +1,1 @@
+"""systemd units for memnestd, shipped as package data (memnest-ctl service install)."""
