@@ -102,6 +102,23 @@ class Daemon:
                     yield session
 
 
+def put_memories(store, memories, vectors) -> None:
+    """Write these memories into an open MemoryStore through its one write path, as the
+    daemon would: new ids are taken from the store (tests choose ids in order), known ids are
+    rewritten. Takes the write lock."""
+    from memnest_daemon.store.changes import Changes
+    changes = Changes()
+    with store.writing():
+        for m, vector in zip(memories, vectors):
+            if m.id in store.catalog:
+                changes.update(m, vector)
+                continue
+            while store.next_id() <= m.id:
+                store.allocate_id()
+            changes.insert(m, vector)
+        store.commit(changes)
+
+
 def result_json(result) -> dict:
     assert not result.is_error, result.content[0].text
     return json.loads(result.content[0].text)

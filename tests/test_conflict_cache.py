@@ -10,7 +10,10 @@ from memnest_daemon.curation.conflicts import conflicts, fill_rows
 from memnest_daemon.store.neighbours import NeighbourCache
 from memnest_daemon.core.records import Memory, content_hash, utcnow
 from memnest_daemon.curation.values import value_disagreement
+from memnest_daemon.store.changes import Changes
 from memnest_daemon.store.store import MemoryStore
+
+from conftest import put_memories
 
 DIM = 8
 SETTINGS = SimpleNamespace(conflict_threshold=0.9, conflict_value_floor=0.6)
@@ -32,30 +35,17 @@ def _vector(n: int) -> np.ndarray:
 
 def _write(store: MemoryStore, ids: list[int], workspace: str) -> None:
     now = utcnow()
-    with store.writing():
-        memories, embeddings = [], {}
-        with store.db.transaction() as db:
-            for n in ids:
-                text = _text(n)
-                m = Memory(id=n, content=text, content_hash=content_hash(text),
-                           category="general", tags=[], importance=3, access_count=0,
-                           workspace=workspace, created_at=now, updated_at=now,
-                           embedding_model=store.model)
-                vector = _vector(n)
-                if n in store.catalog:
-                    db.update(m, vector, [])
-                else:
-                    db.insert(m, vector)
-                memories.append(m)
-                embeddings[n] = vector
-        store.indexed(memories, embeddings)
+    texts = [_text(n) for n in ids]  # random: drawn once per memory
+    memories = [Memory(id=n, content=text, content_hash=content_hash(text),
+                       category="general", tags=[], importance=3, access_count=0,
+                       workspace=workspace, created_at=now, updated_at=now,
+                       embedding_model=store.model) for n, text in zip(ids, texts)]
+    put_memories(store, memories, [_vector(n) for n in ids])
 
 
 def _delete(store: MemoryStore, ids: list[int]) -> None:
     with store.writing():
-        with store.db.transaction() as db:
-            db.delete(ids, [])
-        store.unindexed(ids)
+        store.commit(Changes(deleted=ids))
 
 
 def _fresh(store: MemoryStore, memories: list[Memory], workspace: str) -> dict:
@@ -97,10 +87,11 @@ def test_flags_after_any_writes_equal_flags_found_afresh(tmp_path, monkeypatch, 
                 else:
                     a, b = RNG.choice(sorted(store.catalog), 2, replace=False).tolist()
                 settled += bool(flagged)
-                if round_ % 2:
-                    store.graph.keep_separate(a, b)
-                else:
-                    store.graph.add("SUPERSEDES", a, b)
+                with store.writing():
+                    if round_ % 2:
+                        store.commit(Changes(kept_separate=[(a, b)]))
+                    else:
+                        store.commit(Changes(edges_added=[("SUPERSEDES", a, b)]))
             for ws in workspaces:
                 shown = [m for m in store.catalog.values() if m.workspace == ws][:12]
                 found = conflicts(store, shown, SETTINGS, ws)

@@ -80,3 +80,34 @@ def test_shims_never_import_the_daemon_and_the_two_shims_stay_apart():
                 if parts[1] != part and SHIM_PARTS[parts[1]] >= SHIM_PARTS[part]:
                     wrong.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
     assert not wrong, "\n".join(wrong)
+
+
+# Writes that would leave an index behind the database when done outside the store.
+RAW_WRITE_CALLS = {
+    "db": {"transaction", "insert", "update", "delete", "save_access", "add_edge", "add_edges",
+           "remove_edge", "reap_all_topics", "save_signal", "remove_verdict", "add_verdict",
+           "link_topics", "reap_topics", "set_meta", "write_embeddings"},
+    "vectors": {"upsert", "remove", "add", "rebuild"},
+    "keywords": {"upsert", "remove", "add", "rebuild"},
+    "graph": {"add", "remove", "keep_separate"},
+    "signal": {"pop", "update", "clear"},
+    "store": {"_indexed", "_unindexed", "_save_next_id"},
+}
+WRITERS = {"storage", "store", "search"}  # the database, the store and the indexes themselves
+
+
+def test_only_the_store_writes():
+    wrong = []
+    for path, _, rel in _files("daemon", "memnest_daemon"):
+        if len(rel) < 2 or rel[0] in WRITERS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            owner = node.func.value
+            name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+            if node.func.attr in RAW_WRITE_CALLS.get(name, ()):
+                wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} calls "
+                             f"{name}.{node.func.attr}: describe it as Changes for "
+                             "MemoryStore.commit")
+    assert not wrong, "\n".join(wrong)

@@ -9,7 +9,10 @@ from memnest_daemon.storage import vector_snapshot
 from memnest_daemon.storage.db_files import UnsafeLocation
 from memnest_daemon.search.indexes import KeywordIndex, keyword_text
 from memnest_daemon.core.records import Memory, content_hash, utcnow
+from memnest_daemon.store.changes import Changes
 from memnest_daemon.store.store import MemoryStore
+
+from conftest import put_memories
 
 MODEL, DIM = "model-a", 16
 RNG = np.random.default_rng(7)
@@ -28,21 +31,12 @@ def _write(store: MemoryStore, texts: dict[int, str], vectors: np.ndarray,
            tags: list[str] = ()) -> None:
     """Insert or rewrite memories the way the daemon does: commit, then index."""
     now = utcnow()
-    memories, embeddings = [], {}
-    with store.writing(), store.db.transaction() as db:
-        for (memory_id, text), vector in zip(texts.items(), vectors):
-            m = Memory(id=memory_id, content=text, content_hash=content_hash(text),
+    memories = [Memory(id=memory_id, content=text, content_hash=content_hash(text),
                        category="general", tags=list(tags), importance=3, access_count=0,
                        workspace="/w", created_at=now, updated_at=now,
-                       embedding_model=store.model)
-            if memory_id in store.catalog:
-                db.update(m, vector, list(store.catalog[memory_id].tags))
-            else:
-                db.insert(m, vector)
-            memories.append(m)
-            embeddings[memory_id] = vector
-    with store.writing():
-        store.indexed(memories, embeddings)
+                       embedding_model=store.model) for memory_id, text in texts.items()]
+    put_memories(store, memories, list(vectors))
+    store.flush_embeddings()  # small batches wait for a checkpoint; these tests count reads
 
 
 def _crash(store: MemoryStore) -> None:
@@ -94,10 +88,8 @@ def test_what_changed_after_the_snapshot_comes_from_the_database(tmp_path):
     # the daemon dies before it can write a new snapshot.
     _write(store, {31: "a new note", 5: "note 5, rewritten", 6: "NOTE 6 ABOUT THE DEPLOY"},
            _unit(3))
-    with store.writing(), store.db.transaction() as db:
-        db.delete([7], [])
     with store.writing():
-        store.unindexed([7])
+        store.commit(Changes(deleted=[7]))
     _crash(store)
     store = _open(path)
     assert _reads(store) == 3

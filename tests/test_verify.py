@@ -10,7 +10,10 @@ import numpy as np
 from memnest_daemon.storage import vector_snapshot
 from memnest_daemon.core.records import Memory, content_hash, utcnow
 from memnest_daemon.store.verify import verify
+from memnest_daemon.store.changes import Changes
 from memnest_daemon.store.store import MemoryStore
+
+from conftest import put_memories
 
 DIM = 8
 
@@ -25,23 +28,15 @@ def _store_with(tmp_path, count: int = 6) -> MemoryStore:
                         embed=lambda texts: np.stack([_vector(len(t)) for t in texts]))
     now = utcnow()
     memories = []
+    for n in range(1, count + 1):
+        text = f"fact {n} about the component number {n}"
+        memories.append(Memory(id=n, content=text, content_hash=content_hash(text),
+                               category="general", tags=[f"t{n}", "common"], importance=3,
+                               access_count=0, workspace="/w", created_at=now, updated_at=now,
+                               embedding_model="model"))
+    put_memories(store, memories, [_vector(m.id) for m in memories])
     with store.writing():
-        with store.db.transaction() as db:
-            for n in range(1, count + 1):
-                text = f"fact {n} about the component number {n}"
-                m = Memory(id=n, content=text, content_hash=content_hash(text),
-                           category="general", tags=[f"t{n}", "common"], importance=3,
-                           access_count=0, workspace="/w", created_at=now, updated_at=now,
-                           embedding_model="model")
-                db.insert(m, _vector(n))
-                memories.append(m)
-            db.add_edge("RELATED_TO", 1, 2, now)
-            db.add_verdict(3, 4, now)
-            store._next_id = count + 1
-            store.save_next_id()
-        store.indexed(memories, {m.id: _vector(m.id) for m in memories})
-        store.graph.add("RELATED_TO", 1, 2)
-        store.graph.keep_separate(3, 4)
+        store.commit(Changes(edges_added=[("RELATED_TO", 1, 2)], kept_separate=[(3, 4)]))
     return store
 
 

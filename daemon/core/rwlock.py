@@ -13,6 +13,7 @@ class RWLock:
         self._cond = threading.Condition(threading.Lock())
         self._readers = 0
         self._writer = False
+        self._writer_thread: int | None = None
         self._writers_waiting = 0
         self._readers_waiting = 0
         self._readers_turn = False
@@ -44,11 +45,17 @@ class RWLock:
                 self._cond.wait()
             self._writers_waiting -= 1
             self._writer = True
+            self._writer_thread = threading.get_ident()
         try:
             yield
         finally:
             with self._cond:
                 self._writer = False
+                self._writer_thread = None
                 if self._readers_waiting:
                     self._readers_turn = True
                 self._cond.notify_all()
+
+    def held_for_writing(self) -> bool:
+        """Whether the calling thread holds the write lock."""
+        return self._writer_thread == threading.get_ident()

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..core.records import Memory, iso, utcnow
 from ..search.graph_signal import compute_signal
+from ..store.changes import Changes
 from ..store.graph import pair, supersession_cycles
 from .values import disagree, same_subject, tag_overlap, value_disagreement
 
@@ -220,19 +221,8 @@ def apply_merge(store, snap: Snapshot, survivor_id: int, absorbed_id: int) -> bo
                 if other != survivor_id and key not in store.graph.separate \
                         and key not in new_verdicts:
                     new_verdicts.append(key)
-        with store.db.transaction() as db:
-            db.delete([absorbed_id], gone.tags)
-            db.update(merged, vector, keep.tags)
-            for rel, a, b in new_edges:
-                db.add_edge(rel, a, b, now)
-            for low, high in new_verdicts:
-                db.add_verdict(low, high, now)
-        store.unindexed([absorbed_id])
-        store.indexed([merged], {survivor_id: vector} if vector is not None else {})
-        for edge in new_edges:
-            store.graph.add(*edge)
-        for low, high in new_verdicts:
-            store.graph.keep_separate(low, high)
+        store.commit(Changes(deleted=[absorbed_id], updated=[(merged, vector)],
+                             edges_added=new_edges, kept_separate=new_verdicts))
     return True
 
 
@@ -240,9 +230,7 @@ def apply_prune(store, snap: Snapshot, memory_id: int) -> bool:
     with store.writing():
         if not _unchanged(store, snap, (memory_id,)) or store.graph.of(memory_id):
             return False
-        with store.db.transaction() as db:
-            db.delete([memory_id], store.catalog[memory_id].tags)
-        store.unindexed([memory_id])
+        store.commit(Changes(deleted=[memory_id]))
     return True
 
 
@@ -258,10 +246,7 @@ def apply_reembed(store, snap: Snapshot, embedder, ids: list[int]) -> int:
                 continue
             fresh.append((m.copy(embedding_model=store.model), vector))
         if fresh:
-            with store.db.transaction() as db:
-                for m, vector in fresh:
-                    db.update(m, vector, m.tags)
-            store.indexed([m for m, _ in fresh], {m.id: v for m, v in fresh})
+            store.commit(Changes(updated=fresh))
             done = len(fresh)
     return done
 
@@ -309,10 +294,9 @@ def dream(store, workspace: str, embedder, settings, dry_run: bool = False,
     progress(4, 5, "graph signal")
     graph_report = refresh_signal(store, workspace)
     with store.writing():
-        with store.db.transaction() as db:
-            db.reap_all_topics()
-            db.set_meta(_state_key(workspace, "last_at"), utcnow().isoformat())
-            db.set_meta(_state_key(workspace, "window_start"), str(p.next_start))
+        store.commit(Changes(reap_topics=True, meta={
+            _state_key(workspace, "last_at"): utcnow().isoformat(),
+            _state_key(workspace, "window_start"): str(p.next_start)}))
     progress(5, 5, "done")
     report.update(status="done", merged=merged, pruned=pruned, reembedded=reembedded,
                   topics_reaped=orphans, graph=graph_report)
@@ -337,10 +321,6 @@ def refresh_signal(store, workspace: str) -> dict:
     with store.writing():
         live = [i for i in ids if i in store.catalog]
         signal = {i: v for i, v in signal.items() if i in store.catalog}
-        with store.db.transaction() as db:
-            db.save_signal(live, signal)
-        for i in live:
-            store.signal.pop(i, None)
-        store.signal.update(signal)
+        store.commit(Changes(signal_of=live, signal=signal))
     return {"nodes": len(signal), "arcs": len(arcs),
             "communities": len({c for _, c in signal.values()})}

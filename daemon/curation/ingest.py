@@ -6,6 +6,7 @@ from datetime import datetime
 import numpy as np
 
 from ..core.records import Memory, content_hash, utcnow
+from ..store.changes import Changes
 from .conflicts import conflicts, workspace_ids
 from .screening import markers
 from .values import disagree, tag_overlap
@@ -134,18 +135,9 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
         holder[index] = m.id
         outcomes.append(Outcome("stored", m))
 
-    # Small new rows leave their embeddings to the next checkpoint (Database.transaction):
-    # a single store then costs no checkpoint. Changes to existing memories cannot wait.
-    defer = not changed and store.db.can_defer([m for m, _ in new.values()])
-    with store.db.transaction(checkpoint=not defer) as db:
-        for m, vector in new.values():
-            db.insert(m, vector)
-        if new:
-            store.save_next_id()
-        for memory_id, (m, vector) in changed.items():
-            db.update(m, vector, store.catalog[memory_id].tags)
-    store.indexed([m for m, _ in new.values()] + [m for m, _ in changed.values()],
-                  {i: v for i, (_, v) in {**new, **changed}.items() if v is not None})
+    changes = Changes(inserted=list(new.values()), updated=list(changed.values()))
+    if changes:
+        store.commit(changes)
     if not flag_conflicts:
         return outcomes
     found = conflicts(store, [o.memory for o in outcomes if o.status == "stored"], settings,

@@ -10,6 +10,7 @@ import logging
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
@@ -21,6 +22,7 @@ from ..search.neighbour_table import NeighbourTable
 from ..search.timeline import Timeline
 from ..storage import vector_snapshot
 from ..storage.database import Database
+from .changes import ChangeRefused, Changes, refusal
 from .graph import Graph
 from .neighbours import NeighbourCache
 
@@ -174,17 +176,83 @@ class MemoryStore:
         return self._next_id
 
     def allocate_id(self) -> int:
-        """Call with the write lock held, then save_next_id() in the same transaction."""
+        """Write lock held; the memory made with it goes in through commit()."""
         memory_id = self._next_id
         self._next_id += 1
         return memory_id
 
-    def save_next_id(self) -> None:
+    def _save_next_id(self) -> None:
         self.db.set_meta("next_id", str(self._next_id))
 
-    # -- derived state, updated after a commit (write lock held) -------------------------
+    # -- the one write path (write lock held) -------------------------------------------
 
-    def indexed(self, memories: list[Memory], embeddings: dict[int, np.ndarray]) -> None:
+    def commit(self, changes: Changes) -> None:
+        """Write `changes` to the database in one transaction, then bring everything derived
+        from it (catalog, vector and keyword indexes, timeline, graph mirror, graph signal,
+        conflict neighbours) up to date. A change that would break the store's invariants is
+        refused before anything is written (ChangeRefused)."""
+        if not self.lock.held_for_writing():
+            raise ChangeRefused("commit without the store's write lock")
+        why = refusal(changes, self.catalog, self._next_id, self.vectors.dim)
+        if why is not None:
+            raise ChangeRefused(why)
+        edges_added = [e for e in dict.fromkeys(changes.edges_added)
+                       if e not in self.graph.edges]
+        verdicts = [p for p in dict.fromkeys(changes.kept_separate)
+                    if p not in self.graph.separate]
+        inserted = [m for m, _ in changes.inserted]
+        # Small new rows leave their embeddings to the next checkpoint (Database.transaction):
+        # a single store then costs no checkpoint. Changes to existing memories cannot wait.
+        defer = changes.only_inserts() and self.db.can_defer(inserted)
+        now = utcnow()
+        with self.db.transaction(checkpoint=not defer) as db:
+            if changes.deleted:
+                tags = {t for i in changes.deleted for t in self.catalog[i].tags}
+                db.delete(list(changes.deleted), sorted(tags))
+            for m, vector in changes.inserted:
+                db.insert(m, vector)
+            if inserted:
+                self._save_next_id()
+            for m, vector in changes.updated:
+                db.update(m, vector, self.catalog[m.id].tags)
+            for rel, a, b in changes.edges_removed:
+                db.remove_edge(rel, a, b)
+            if edges_added:
+                db.add_edges(edges_added, now)
+            for low, high in verdicts:
+                db.add_verdict(low, high, now)
+            if changes.signal_of:
+                db.save_signal(list(changes.signal_of), changes.signal)
+            for key, value in changes.meta.items():
+                db.set_meta(key, value)
+            if changes.reap_topics:
+                db.reap_all_topics()
+        if changes.deleted:
+            self._unindexed(changes.deleted)
+        if changes.inserted or changes.updated:
+            self._indexed(changes.memories(), changes.embeddings())
+        for edge in changes.edges_removed:
+            self.graph.remove(*edge)
+        for edge in edges_added:
+            self.graph.add(*edge)
+        for low, high in verdicts:
+            self.graph.keep_separate(low, high)
+        for memory_id in changes.signal_of:
+            self.signal.pop(memory_id, None)
+        self.signal.update(changes.signal)
+
+    @contextmanager
+    def rebuilt_afterwards(self) -> Iterator[None]:
+        """For writes that bypass `commit` (raw Cypher, repairs): the block writes the
+        database, then the catalog and every index are rebuilt from it. Write lock held."""
+        if not self.lock.held_for_writing():
+            raise ChangeRefused("a raw write without the store's write lock")
+        try:
+            yield
+        finally:
+            self.reload()
+
+    def _indexed(self, memories: list[Memory], embeddings: dict[int, np.ndarray]) -> None:
         self.version += 1
         for m in memories:
             old = self.catalog.get(m.id)
@@ -201,7 +269,7 @@ class MemoryStore:
         self.keywords.upsert_many(memories)
         self.neighbours.forget(self, [m.id for m in memories], [], list(embeddings))
 
-    def unindexed(self, ids: list[int]) -> None:
+    def _unindexed(self, ids: list[int]) -> None:
         self.version += 1
         self.graph.forget(ids)
         for memory_id in ids:

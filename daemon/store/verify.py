@@ -60,13 +60,12 @@ def verify(store, repair: bool = False, quick: bool = False) -> dict:
         found, counts = check(store, quick and not repair)
     report = {"database": store.db_path, "checked": counts}
     if repair and found:
-        with store.writing():
+        with store.writing(), store.rebuilt_afterwards():
             tags = integrity.tag_findings(store.db)
             database = integrity.database_findings(store.db, store.id_limit)
             with store.db.transaction() as db:
                 integrity.repair_tags(db, tags)
                 integrity.repair_database(db, database, store.id_limit)
-            store.reload()  # every derived structure, from the database as it is now
         store.flush_embeddings()
         with store.reading():
             remaining, counts = check(store)

@@ -3,8 +3,8 @@ from itertools import combinations
 from typing import Any
 
 from ..core.errors import invalid, not_found
-from ..core.records import utcnow
 from ..storage.database import RELATION_TYPES
+from ..store.changes import Changes
 from ..store.graph import pair
 from .common import ID, IDS, visible
 from .registry import ToolContext, tool
@@ -78,12 +78,7 @@ def memory_relate(ctx: ToolContext, args: dict) -> dict:
             if not known:
                 created.append((rel, a, b))
         if created:
-            now = utcnow()
-            with store.db.transaction() as db:
-                for rel, a, b in created:
-                    db.add_edge(rel, a, b, now)
-            for rel, a, b in created:
-                store.graph.add(rel, a, b)
+            store.commit(Changes(edges_added=created))
     if not batch:
         result = results[0]
         if result["relationship"] == "SUPERSEDES":
@@ -121,11 +116,7 @@ def memory_unrelate(ctx: ToolContext, args: dict) -> dict:
         doomed = [e for e in store.graph.between(a, b) if (e[1], e[2]) in directions
                   and args.get("relationship") in (None, e[0])]
         if doomed:
-            with store.db.transaction() as db:
-                for rel, x, y in doomed:
-                    db.remove_edge(rel, x, y)
-            for rel, x, y in doomed:
-                store.graph.remove(rel, x, y)
+            store.commit(Changes(edges_removed=doomed))
         kept = [{"type": rel, "from_id": x, "to_id": y} for rel, x, y in store.graph.between(a, b)
                 if (x, y) == (b, a) and args.get("relationship") in (None, rel)]
     out = {"status": "removed" if doomed else "not_found",
@@ -167,12 +158,7 @@ def memory_keep_separate(ctx: ToolContext, args: dict) -> dict:
             if not known:
                 new.append(key)
         if new:
-            now = utcnow()
-            with store.db.transaction() as db:
-                for low, high in new:
-                    db.add_verdict(low, high, now)
-            for low, high in new:
-                store.graph.keep_separate(low, high)
+            store.commit(Changes(kept_separate=new))
     return {"results": results, "recorded": len(new)}
 
 

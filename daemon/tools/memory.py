@@ -10,6 +10,7 @@ from ..curation.ingest import BRIEF_CONFLICTS_HINT, Item, ingest
 from ..curation.screening import flag
 from ..search.graph_signal import boost
 from ..search.ranking import SearchFilter, demote_superseded, rank
+from ..store.changes import Changes
 from .common import (
     CATEGORY,
     ID,
@@ -277,7 +278,7 @@ def memory_update(ctx: ToolContext, args: dict) -> dict:
     results, updated = [], []
     with store.writing():
         now = utcnow()
-        staged: dict[int, tuple[Memory, np.ndarray | None, list[str]]] = {}
+        staged: dict[int, tuple[Memory, np.ndarray | None]] = {}
         for change, vector in zip(changes, new_vectors):
             memory_id = change["id"]
             current = staged[memory_id][0] if memory_id in staged else store.catalog.get(memory_id)
@@ -286,7 +287,6 @@ def memory_update(ctx: ToolContext, args: dict) -> dict:
                     raise not_found(f"no memory with id {memory_id} in this workspace")
                 results.append({"id": memory_id, "status": "not_found"})
                 continue
-            old_tags = staged[memory_id][2] if memory_id in staged else list(current.tags)
             m = current.copy(updated_at=now)
             if "content" in change:
                 m.content, m.content_hash = change["content"], content_hash(change["content"])
@@ -298,14 +298,11 @@ def memory_update(ctx: ToolContext, args: dict) -> dict:
             if "importance" in change:
                 m.importance = change["importance"]
             previous_vector = staged[memory_id][1] if memory_id in staged else None
-            staged[memory_id] = (m, vector if vector is not None else previous_vector, old_tags)
+            staged[memory_id] = (m, vector if vector is not None else previous_vector)
             results.append({"id": memory_id, "status": "updated"})
         if staged:
-            with store.db.transaction() as db:
-                for m, vector, old_tags in staged.values():
-                    db.update(m, vector, old_tags)
-            updated = [m for m, _, _ in staged.values()]
-            store.indexed(updated, {m.id: v for m, v, _ in staged.values() if v is not None})
+            store.commit(Changes(updated=list(staged.values())))
+            updated = [m for m, _ in staged.values()]
     if not batch:
         return {**results[0], "memory": updated[0].view(preview_chars(ctx, {}))}
     return {"results": results, "updated": sum(r["status"] == "updated" for r in results),
@@ -328,10 +325,7 @@ def memory_delete(ctx: ToolContext, args: dict) -> dict:
         deleted = [m.id for m in victims]
         missing = [i for i in dict.fromkeys(ids) if i not in deleted]
         if victims:
-            tags = sorted({t for m in victims for t in m.tags})
-            with store.db.transaction() as db:
-                db.delete(deleted, tags)
-            store.unindexed(deleted)
+            store.commit(Changes(deleted=deleted))
     status = "deleted" if not missing else ("not_found" if not deleted else "partial")
     return {"status": status, "deleted": deleted, "missing": missing}
 

@@ -14,11 +14,10 @@ import os
 import time
 
 from ..core.errors import ToolError, invalid
-from ..core.records import Memory, content_hash, normalise_tags, utcnow
 from ..cypher import guard as guard
 from ..cypher import run as query_run
 from ..cypher.worker import QueryWorker
-from ..storage.database import MEMORY_COLUMNS
+from ..store.reconcile import reconcile
 from .registry import ToolContext, tool
 
 log = logging.getLogger(__name__)
@@ -53,70 +52,6 @@ def _shape(collected: dict, verdict: guard.Verdict, max_rows: int) -> dict:
         out["truncated_reason"] = f"the result passed {query_run.MAX_RESULT_CHARS} " \
                                   "characters; return fewer columns or rows"
     return out
-
-
-def _repair(ctx: ToolContext, store) -> dict:
-    """Give every Memory row what the daemon's indexes need. Inside the write transaction.
-
-    New rows (and rows whose content changed) get a content hash and an embedding from the
-    daemon's model; missing category, importance, access count, workspace (the caller's) and
-    timestamps get the defaults memory_store would give; tags are normalised and linked to
-    Topic nodes. Memories that disappeared lose their verdicts and orphaned topics."""
-    db = store.db
-    cols = ", ".join(f"m.{c}" for c in MEMORY_COLUMNS)
-    rows = db.rows(f"MATCH (m:Memory) RETURN {cols}, m.embedding IS NULL")
-    now = utcnow()
-    pending: list[tuple[Memory, bool, list[str]]] = []
-    present: set[int] = set()
-    next_id = int(db.meta("next_id") or 1)
-    for row in rows:
-        values = dict(zip(MEMORY_COLUMNS, row[:-1]))
-        no_vector = row[-1]
-        memory_id = values["id"]
-        present.add(memory_id)
-        old = store.catalog.get(memory_id)
-        content = values.get("content")
-        if not isinstance(content, str) or not content.strip():
-            raise invalid(f"Memory {memory_id} would have no content; every Memory node needs "
-                          "a non-empty `content` (delete memories with memory_delete)")
-        if old is None and memory_id < next_id:
-            raise invalid(f"Memory id {memory_id} belonged to a deleted memory and ids are "
-                          f"never reused; use id {max(next_id, max(store.catalog, default=0) + 1)}"
-                          " or above (memory_schema shows next_memory_id)")
-        fixed = dict(values)
-        fixed["category"] = values["category"] or "general"
-        importance = values["importance"]
-        fixed["importance"] = 3 if importance is None else min(5, max(1, int(importance)))
-        fixed["access_count"] = min(query_run.MAX_ACCESS_COUNT,
-                                    max(0, int(values["access_count"] or 0)))
-        fixed["workspace"] = values["workspace"] or ctx.workspace
-        fixed["tags"] = normalise_tags(values["tags"])
-        fixed["created_at"] = values["created_at"] or now
-        digest = content_hash(content)
-        content_changed = values["content_hash"] != digest
-        fixed["content_hash"] = digest
-        if values["updated_at"] is None or (old is not None and content_changed
-                                            and values["updated_at"] == old.updated_at):
-            fixed["updated_at"] = now if old is not None else fixed["created_at"]
-        embed = no_vector or content_changed or (
-            old is None and values["embedding_model"] != store.model)
-        if embed:
-            fixed["embedding_model"] = store.model
-        fixed["embedding_model"] = fixed["embedding_model"] or ""
-        if embed or fixed != values or old is None:
-            pending.append((Memory(**fixed), embed, list(old.tags) if old else []))
-    if pending:
-        texts = [m.content for m, embed, _ in pending if embed]
-        vectors = iter(ctx.embedder.embed(texts)) if texts else iter(())
-        for m, embed, old_tags in pending:
-            db.update(m, next(vectors) if embed else None, old_tags)
-    gone = [i for i in store.catalog if i not in present]
-    if gone:
-        db.delete(gone, sorted({t for i in gone for t in store.catalog[i].tags}))
-    if present and max(present) + 1 > next_id:
-        db.set_meta("next_id", str(max(present) + 1))
-    return {"indexed": sorted(m.id for m, _, _ in pending), "removed": sorted(gone),
-            "embedded": sum(1 for _, embed, _ in pending if embed)}
 
 
 # -- memory_query ----------------------------------------------------------------------------
@@ -237,16 +172,12 @@ def _read(ctx, query, params, max_rows, full_vectors, verdict) -> dict:
 
 def _write(ctx, query, params, max_rows, full_vectors, verdict) -> dict:
     store = ctx.store
-    with store.writing():
-        try:
-            reply = _run(ctx, store, _job(ctx, store, query, params, max_rows, full_vectors,
-                                          verdict))
-            with store.db.transaction():
-                repaired = _repair(ctx, store)
-            after = {name: query_run.count_rows(store.db, name, kind)
-                     for name, kind in query_run.tables(store.db)}
-        finally:
-            store.reload()
+    with store.writing(), store.rebuilt_afterwards():
+        reply = _run(ctx, store, _job(ctx, store, query, params, max_rows, full_vectors,
+                                      verdict))
+        repaired = reconcile(store, ctx.embedder.embed, ctx.workspace)
+        after = {name: query_run.count_rows(store.db, name, kind)
+                 for name, kind in query_run.tables(store.db)}
     before = reply["counts"]["before"]
     out = _shape(reply["collected"], verdict, max_rows)
     out["changes"] = {name: (after.get(name) or 0) - (before.get(name) or 0)

@@ -21,6 +21,7 @@ from ..core.records import CATEGORIES, content_hash, normalise_tags, utcnow
 from ..curation.ingest import Item, ingest, merge_candidate
 from ..storage.database import RELATION_TYPES
 from ..storage.safe_files import read_file, write_file
+from ..store.changes import Changes
 from ..store.graph import pair
 from .registry import StrictValidator, ToolContext, tool
 
@@ -387,15 +388,7 @@ def memory_import(ctx: ToolContext, args: dict) -> dict:
                 seen_verdicts, verdict_counts, lambda v: store.graph.kept_separate(*v),
                 lambda v: v)
             if new_edges or new_verdicts:
-                now = utcnow()
-                with store.db.transaction() as db:
-                    db.add_edges(new_edges, now)
-                    for low, high in new_verdicts:
-                        db.add_verdict(low, high, now)
-                for rel, a, b in new_edges:
-                    store.graph.add(rel, a, b)
-                for low, high in new_verdicts:
-                    store.graph.keep_separate(low, high)
+                store.commit(Changes(edges_added=new_edges, kept_separate=new_verdicts))
     edge_counts["created"] = len(seen_edges)
     verdict_counts["recorded"] = len(seen_verdicts)
 
