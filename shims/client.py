@@ -27,6 +27,7 @@ import grpc
 from memnest_proto import memnest_pb2 as pb
 from memnest_proto import memnest_pb2_grpc as pb_grpc
 from memnest_proto import paths
+from memnest_proto.contract import MAX_MESSAGE_BYTES, SOCKET_ACTIVATION_VARS
 from memnest_proto.version import PROTOCOL_VERSION, VERSION
 
 from .errors import DaemonUnavailable, OutcomeUnknown, ToolFailure
@@ -35,7 +36,6 @@ log = logging.getLogger("memnest.client")
 
 START_DEADLINE_S = float(os.environ.get("MEMNEST_START_TIMEOUT_S", "90"))
 CALL_DEADLINE_S = float(os.environ.get("MEMNEST_CALL_TIMEOUT_S", "600"))
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 CHANNEL_CLOSE_DELAY_S = 0.5  # see DaemonClient.close()
 # The daemon drains for up to 30 s; allow for closing databases on top.
 DRAIN_WAIT_S = 45.0
@@ -249,7 +249,7 @@ class DaemonClient:
     def _spawn(self, log_path: Path) -> subprocess.Popen:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, MEMNEST_SOCKET=str(self.socket_path))
-        for name in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES", "MEMNEST_TEST_REPORT_VERSION"):
+        for name in SOCKET_ACTIVATION_VARS:
             env.pop(name, None)
         with open(log_path, "ab") as log_file:
             return subprocess.Popen(

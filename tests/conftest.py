@@ -15,10 +15,15 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from memnest_proto.contract import OFFLINE_MODEL
 from memnest_shims.client import DaemonClient
 
 BIN = Path(sys.executable).parent
-OFFLINE_MODEL = "memnest/all-MiniLM-L6-v2-int8"
+
+
+def old_daemon_command(version: str, *args: str) -> list[str]:
+    """memnestd posing as an older release (tests/old_memnestd.py)."""
+    return [sys.executable, str(Path(__file__).with_name("old_memnestd.py")), version, *args]
 
 
 class Daemon:

@@ -203,11 +203,6 @@ def test_check_reports_a_missing_file_with_the_fix(workspace, env):
     assert out.stdout.startswith("FAIL") and "fix: run `memnest-ctl config cursor`" in out.stdout
 
 
-def test_default_model_matches_the_daemon():
-    from memnest_daemon.core.config import DEFAULT_MODEL
-    assert cc.DEFAULT_MODEL == DEFAULT_MODEL
-
-
 def test_config_rejects_unknown_clients(workspace, env):
     out = ctl("config", "emacs", env=env, cwd=workspace)
     assert out.returncode == 2 and "claude-code" in out.stderr

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from memnest_daemon.model import embedder as embedder_module
-from memnest_daemon.core.config import OFFLINE_MODEL
+from memnest_proto.contract import OFFLINE_MODEL
 from memnest_daemon.model.embedder import Embedder
 
 

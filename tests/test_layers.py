@@ -111,3 +111,26 @@ def test_only_the_store_writes():
                              f"{name}.{node.func.attr}: describe it as Changes for "
                              "MemoryStore.commit")
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_contract_is_defined_once():
+    """What the daemon and its clients must agree on lives in proto/contract.py; a second
+    definition on either side would drift."""
+    contract = ast.parse((ROOT / "proto" / "contract.py").read_text())
+    names = {t.id for node in contract.body if isinstance(node, ast.Assign)
+             for t in node.targets if isinstance(t, ast.Name)}
+    values = {ast.literal_eval(node.value) for node in contract.body
+              if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)}
+    wrong = []
+    for folder in ("daemon", "shims"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Assign) and any(
+                        isinstance(t, ast.Name) and t.id in names for t in node.targets):
+                    wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} defines "
+                                 f"{ast.unparse(node.targets[0])}")
+                elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                        and node.value in values:
+                    wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} spells out "
+                                 f"{node.value!r}")
+    assert not wrong, "\n".join(wrong)

@@ -26,7 +26,8 @@ from hypothesis import HealthCheck, Phase, settings, strategies as st
 from hypothesis.stateful import (RuleBasedStateMachine, initialize, precondition, rule,
                                  run_state_machine_as_test)
 
-from memnest_daemon.core.records import CATEGORIES, content_hash
+from memnest_daemon.core.records import content_hash
+from memnest_proto.contract import CATEGORIES
 from memnest_shims.client import ToolFailure
 
 SOAK = bool(os.environ.get("MEMNEST_SOAK"))

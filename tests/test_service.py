@@ -13,7 +13,7 @@ import pytest
 
 from memnest_shims.client import DaemonClient
 
-from conftest import BIN
+from conftest import BIN, old_daemon_command
 
 # Runs in the child between fork and exec, as systemd does: the listening socket becomes fd 3,
 # LISTEN_PID is the pid that memnestd will have (exec keeps it), LISTEN_FDS counts from fd 3.
@@ -472,8 +472,7 @@ def test_service_managed_daemon_is_restarted_by_its_manager_on_upgrade(fresh_dae
     the client waits for the manager's new daemon instead of starting its own."""
     for name in ("MEMNEST_SOCKET", "MEMNEST_LOG_FILE", "MEMORY_EMBEDDING_MODEL"):
         monkeypatch.setenv(name, fresh_daemon.env[name])
-    old = subprocess.Popen([str(BIN / "memnestd"), "--service"],
-                           env={**fresh_daemon.env, "MEMNEST_TEST_REPORT_VERSION": "0.0.1"},
+    old = subprocess.Popen(old_daemon_command("0.0.1", "--service"), env=fresh_daemon.env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     fresh_daemon.proc = old
     fresh_daemon.wait_ready()
@@ -617,8 +616,7 @@ def test_doctor_names_each_failure_and_its_fix(fresh_daemon, tmp_path):
     os.chmod(fresh_daemon.root, 0o700)
 
     # An older daemon, and a shell that would start another model.
-    fresh_daemon.proc = sp.Popen([str(BIN / "memnestd")],
-                                 env={**fresh_daemon.env, "MEMNEST_TEST_REPORT_VERSION": "0.0.1"},
+    fresh_daemon.proc = sp.Popen(old_daemon_command("0.0.1"), env=fresh_daemon.env,
                                  stdout=sp.DEVNULL, stderr=sp.DEVNULL)
     fresh_daemon.wait_ready()
     out = ctl_run("doctor", "--json", env={**env, "MEMORY_EMBEDDING_MODEL": "BAAI/other"})

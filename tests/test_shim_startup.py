@@ -8,7 +8,7 @@ import anyio
 
 from memnest_proto.version import VERSION
 
-from conftest import BIN, result_json
+from conftest import old_daemon_command, result_json
 
 
 def test_the_entry_module_imports_neither_grpc_nor_the_mcp_sdk():
@@ -42,7 +42,7 @@ def test_a_shim_starts_no_daemon_until_its_first_call(fresh_daemon, workspace):
 
 def test_an_older_daemon_is_replaced_by_the_first_call_not_the_warmup(fresh_daemon, workspace):
     fresh_daemon.proc = subprocess.Popen(
-        [str(BIN / "memnestd")], env={**fresh_daemon.env, "MEMNEST_TEST_REPORT_VERSION": "0.0.1"},
+        old_daemon_command("0.0.1"), env=fresh_daemon.env,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     fresh_daemon.wait_ready()
     old_pid = fresh_daemon.proc.pid

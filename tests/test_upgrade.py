@@ -11,7 +11,7 @@ import pytest
 from memnest_proto.version import PROTOCOL_VERSION, VERSION
 from memnest_shims.client import DaemonClient, DaemonUnavailable, version_key
 
-from conftest import BIN, result_json
+from conftest import old_daemon_command, result_json
 
 OLD = "0.0.1"
 
@@ -25,8 +25,7 @@ def in_process_env(fresh_daemon, monkeypatch):
 
 def start_old_daemon(d) -> subprocess.Popen:
     """A daemon that reports an older version, as one started before an upgrade would."""
-    d.proc = subprocess.Popen([str(BIN / "memnestd")],
-                              env={**d.env, "MEMNEST_TEST_REPORT_VERSION": OLD},
+    d.proc = subprocess.Popen(old_daemon_command(OLD), env=d.env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     d.wait_ready()
     return d.proc

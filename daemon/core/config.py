@@ -2,8 +2,7 @@
 import os
 from dataclasses import dataclass
 
-OFFLINE_MODEL = "memnest/all-MiniLM-L6-v2-int8"
-DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
+from memnest_proto.contract import DEFAULT_MODEL
 
 
 def _float(name: str, default: float) -> float:

@@ -3,8 +3,6 @@ import hashlib
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
-CATEGORIES = ("learning", "preference", "decision", "pattern", "general")
-
 
 def utcnow() -> datetime:
     # LadybugDB TIMESTAMP is naive; every stored time is UTC.

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import numpy as np
 from memnest_proto import paths
-
-from ..core.config import OFFLINE_MODEL
+from memnest_proto.contract import OFFLINE_MODEL
 
 log = logging.getLogger(__name__)
 

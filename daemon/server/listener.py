@@ -34,13 +34,13 @@ from pathlib import Path
 
 import grpc
 from memnest_proto import memnest_pb2_grpc as pb_grpc
+from memnest_proto.contract import MAX_MESSAGE_BYTES, SOCKET_ACTIVATION_VARS
 from memnest_proto.paths import grpc_target
 
 from .fair_calls import FairExecutor
 
 log = logging.getLogger(__name__)
 
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 DRAIN_SECONDS = 30.0
 MAX_CALLS_ACCEPTED = 4096
 SD_LISTEN_FDS_START = 3
@@ -97,7 +97,7 @@ def inherited_listener() -> socket.socket | None:
     LISTEN_PID is our pid and LISTEN_FDS counts descriptors from 3. The variables are removed
     so that nothing this process starts believes the socket is meant for it."""
     pid, count = os.environ.get("LISTEN_PID"), os.environ.get("LISTEN_FDS")
-    for name in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"):
+    for name in SOCKET_ACTIVATION_VARS:
         os.environ.pop(name, None)
     if not pid or not count:
         return None

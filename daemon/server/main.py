@@ -175,9 +175,6 @@ def main(argv: list[str] | None = None) -> int:
                            settings.max_db_gb, settings.db_threads, embedder.embed,
                            settings.max_open_databases)
     runtime = Runtime(embedder, stores, str(sock), str(log_path))
-    posing_as = os.environ.get("MEMNEST_TEST_REPORT_VERSION", "").strip()
-    if posing_as:  # test knob: report an older version, as a not-yet-upgraded daemon would
-        runtime.version = posing_as
     server = DaemonServer(sock, lambda stop: MemnestService(runtime, settings, stop),
                           listener=listener)
     server.managed = args.service

@@ -27,7 +27,7 @@ class Runtime:
 
     def __init__(self, embedder, stores, socket_path: str, log_path: str):
         self.started = time.monotonic()
-        self.version = VERSION  # what Status reports (tests of upgrades pose as older)
+        self.version = VERSION
         self.embedder, self.stores = embedder, stores
         self.socket_path, self.log_path = socket_path, log_path
         self.calls_served = 0

@@ -1,8 +1,10 @@
 """Argument schemas and checks shared by the tools."""
 from typing import Any
 
+from memnest_proto.contract import CATEGORIES
+
 from ..core.errors import invalid
-from ..core.records import CATEGORIES, Memory
+from ..core.records import Memory
 from .registry import ToolContext
 
 MAX_IDS = 500

@@ -14,10 +14,11 @@ from contextlib import closing
 from datetime import datetime, timezone
 
 import numpy as np
+from memnest_proto.contract import CATEGORIES
 from memnest_proto.version import VERSION
 
 from ..core.errors import invalid
-from ..core.records import CATEGORIES, content_hash, normalise_tags, utcnow
+from ..core.records import content_hash, normalise_tags, utcnow
 from ..curation.ingest import Item, ingest, merge_candidate
 from ..storage.database import RELATION_TYPES
 from ..storage.safe_files import read_file, write_file

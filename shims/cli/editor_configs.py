@@ -18,10 +18,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from memnest_proto.contract import DEFAULT_MODEL
+
 from ..client import DaemonClient
 
-# The daemon's default model (daemon/config.py DEFAULT_MODEL; a test keeps the two equal).
-DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
 # Keys of `env` that `config` decides; any other key a user put there is kept.
 MANAGED_ENV = ("MEMORY_WORKSPACE", "MEMORY_EMBEDDING_MODEL", "MEMNEST_SOCKET", "MEMNEST_LOG_FILE")
 

@@ -9,6 +9,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from memnest_proto.contract import CATEGORIES
 from memnest_proto.version import VERSION
 
 from .. import workspace as ws
@@ -450,8 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
                    ).set_defaults(run=cmd_stats)
     store = sub.add_parser("store", parents=[scoped], help="remember something ('-' reads stdin)")
     store.add_argument("content")
-    store.add_argument("--category", choices=["learning", "preference", "decision", "pattern",
-                                              "general"])
+    store.add_argument("--category", choices=CATEGORIES)
     store.add_argument("--tag", action="append", help="a tag (repeatable)")
     store.add_argument("--importance", type=int, default=3, choices=range(1, 6))
     store.set_defaults(run=cmd_store)

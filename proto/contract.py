@@ -1,0 +1,16 @@
+"""What the daemon and its clients must agree on beyond the messages of memnest.proto."""
+
+# The largest gRPC message either side sends or accepts (a whole export, a large import).
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+# The embedding model the daemon loads when MEMORY_EMBEDDING_MODEL is unset; clients name it
+# when they report or write configuration.
+DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
+# all-MiniLM-L6-v2 (int8 ONNX) from the `offline` extra: no model hub needed.
+OFFLINE_MODEL = "memnest/all-MiniLM-L6-v2-int8"
+
+# The kinds of memory a tool or a CLI command may store.
+CATEGORIES = ("learning", "preference", "decision", "pattern", "general")
+
+# systemd socket activation: meant for one process only, so never passed to a child.
+SOCKET_ACTIVATION_VARS = ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES")
