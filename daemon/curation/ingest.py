@@ -65,77 +65,18 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
     batch; memory_import reports none, so it skips them)."""
     if not items:
         return []
-    now = utcnow()
     allowed = workspace_ids(store, workspace)
-    outcomes: list[Outcome] = []
-    new: dict[int, tuple[Memory, np.ndarray]] = {}
-    changed: dict[int, tuple[Memory, np.ndarray | None]] = {}  # existing memories merged into
-
-    def current(memory_id: int) -> Memory:
-        if memory_id in new:
-            return new[memory_id][0]
-        if memory_id not in changed:
-            changed[memory_id] = (store.catalog[memory_id].copy(updated_at=now), None)
-        return changed[memory_id][0]
-
     matrix = np.asarray(vectors, dtype=np.float32).reshape(len(items), -1)
     # Every item's merge candidates among existing memories, from one matrix product: the
     # index does not change until the batch commits.
     pool = allowed if merge_into is None else \
         merge_into if allowed is None else merge_into & allowed
     existing = store.vectors.search_many(matrix, pool, 5, min_score=settings.dedup_threshold)
-    holder: dict[int, int] = {}  # item index -> the new memory that carries its vector
-
-    def holding(digest: str) -> Memory | None:
-        """The memory whose text (as this batch has left it so far) is this one."""
-        for m, _ in (*new.values(), *changed.values()):
-            if m.content_hash == digest:
-                return m
-        m = store.find_hash(workspace, digest)
-        if m is not None and m.id in changed:
-            return None  # an earlier item merged a fuller wording into it
-        return m
-
-    for index, (item, vector) in enumerate(zip(items, vectors)):
-        digest = content_hash(item.content)
-        same = holding(digest)
-        if same is not None:
-            target = current(same.id)
-            target.importance = min(5, target.importance + 1)
-            outcomes.append(Outcome("duplicate", target))
-            continue
-        candidates = [(store.catalog[i], s) for i, s in existing[index]]
-        if merge_into is None and index:  # earlier items of this batch
-            similar = matrix[:index] @ matrix[index]
-            candidates += [(new[holder[j]][0], float(similar[j]))
-                           for j in np.flatnonzero(similar >= settings.dedup_threshold).tolist()
-                           if j in holder]
-        candidate, similarity = merge_candidate(candidates, item, settings)
-        if candidate is not None:
-            target = current(candidate.id)
-            if len(item.content) > len(target.content):  # keep the fuller wording
-                target.content, target.content_hash = item.content, digest
-                target.embedding_model = store.model
-                if target.id in new:
-                    new[target.id] = (target, vector)
-                    holder = {j: i for j, i in holder.items() if i != target.id}
-                    holder[index] = target.id
-                else:
-                    changed[target.id] = (target, vector)
-            target.tags = list(dict.fromkeys(target.tags + item.tags))
-            target.importance = min(5, max(target.importance, item.importance) + 1)
-            outcomes.append(Outcome("merged", target, similarity))
-            continue
-        m = Memory(id=store.allocate_id(), content=item.content, content_hash=digest,
-                   category=item.category, tags=list(item.tags), importance=item.importance,
-                   access_count=item.access_count, workspace=workspace,
-                   created_at=item.created_at or now, updated_at=item.updated_at or now,
-                   accessed_at=item.accessed_at, embedding_model=store.model)
-        new[m.id] = (m, vector)
-        holder[index] = m.id
-        outcomes.append(Outcome("stored", m))
-
-    changes = Changes(inserted=list(new.values()), updated=list(changed.values()))
+    batch = _Batch(store, workspace)
+    outcomes = [batch.place(index, item, vector, existing[index],
+                            matrix if merge_into is None else None, settings)
+                for index, (item, vector) in enumerate(zip(items, vectors))]
+    changes = batch.changes()
     if changes:
         store.commit(changes)
     if not flag_conflicts:
@@ -146,6 +87,89 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
         if outcome.status == "stored":
             outcome.conflicts = found.get(outcome.memory.id, [])
     return outcomes
+
+
+class _Batch:
+    """The memories one ingest call creates and changes, until they are committed together."""
+
+    def __init__(self, store, workspace: str):
+        self.store, self.workspace, self.now = store, workspace, utcnow()
+        self.new: dict[int, tuple[Memory, np.ndarray]] = {}
+        # existing memories merged into: (as they are to be, a new embedding or None)
+        self.changed: dict[int, tuple[Memory, np.ndarray | None]] = {}
+        self.holder: dict[int, int] = {}  # item index -> the new memory that carries its vector
+
+    def changes(self) -> Changes:
+        return Changes(inserted=list(self.new.values()), updated=list(self.changed.values()))
+
+    def place(self, index: int, item: Item, vector: np.ndarray,
+              existing: list[tuple[int, float]], batch_matrix: np.ndarray | None,
+              settings) -> Outcome:
+        """Item `index` as a duplicate, a merge or a new memory. `batch_matrix`: the batch's
+        embeddings, when items may merge with earlier items of the same batch."""
+        digest = content_hash(item.content)
+        same = self._holding(digest)
+        if same is not None:
+            target = self._current(same.id)
+            target.importance = min(5, target.importance + 1)
+            return Outcome("duplicate", target)
+        candidates = [(self.store.catalog[i], s) for i, s in existing]
+        if batch_matrix is not None and index:  # earlier items of this batch
+            similar = batch_matrix[:index] @ batch_matrix[index]
+            candidates += [(self.new[self.holder[j]][0], float(similar[j]))
+                           for j in np.flatnonzero(similar >= settings.dedup_threshold).tolist()
+                           if j in self.holder]
+        candidate, similarity = merge_candidate(candidates, item, settings)
+        if candidate is not None:
+            return Outcome("merged", self._merge(candidate.id, index, item, digest, vector),
+                           similarity)
+        return Outcome("stored", self._add(index, item, digest, vector))
+
+    def _current(self, memory_id: int) -> Memory:
+        """The memory as this batch has left it so far (a copy, for an existing one)."""
+        if memory_id in self.new:
+            return self.new[memory_id][0]
+        if memory_id not in self.changed:
+            self.changed[memory_id] = (self.store.catalog[memory_id].copy(updated_at=self.now),
+                                       None)
+        return self.changed[memory_id][0]
+
+    def _holding(self, digest: str) -> Memory | None:
+        """The memory whose text (as this batch has left it so far) is this one."""
+        for m, _ in (*self.new.values(), *self.changed.values()):
+            if m.content_hash == digest:
+                return m
+        m = self.store.find_hash(self.workspace, digest)
+        if m is not None and m.id in self.changed:
+            return None  # an earlier item merged a fuller wording into it
+        return m
+
+    def _merge(self, memory_id: int, index: int, item: Item, digest: str,
+               vector: np.ndarray) -> Memory:
+        target = self._current(memory_id)
+        if len(item.content) > len(target.content):  # keep the fuller wording
+            target.content, target.content_hash = item.content, digest
+            target.embedding_model = self.store.model
+            if target.id in self.new:
+                self.new[target.id] = (target, vector)
+                self.holder = {j: i for j, i in self.holder.items() if i != target.id}
+                self.holder[index] = target.id
+            else:
+                self.changed[target.id] = (target, vector)
+        target.tags = list(dict.fromkeys(target.tags + item.tags))
+        target.importance = min(5, max(target.importance, item.importance) + 1)
+        return target
+
+    def _add(self, index: int, item: Item, digest: str, vector: np.ndarray) -> Memory:
+        now = self.now
+        m = Memory(id=self.store.allocate_id(), content=item.content, content_hash=digest,
+                   category=item.category, tags=list(item.tags), importance=item.importance,
+                   access_count=item.access_count, workspace=self.workspace,
+                   created_at=item.created_at or now, updated_at=item.updated_at or now,
+                   accessed_at=item.accessed_at, embedding_model=self.store.model)
+        self.new[m.id] = (m, vector)
+        self.holder[index] = m.id
+        return m
 
 
 def merge_candidate(candidates: list[tuple[Memory, float]], item: Item, settings):

@@ -9,11 +9,15 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memnest_proto import paths
 from memnest_proto.version import VERSION
 
 from ..core.config import Settings
+
+if TYPE_CHECKING:
+    from .listener import DaemonServer
 
 log = logging.getLogger("memnestd")
 GIL_SWITCH_SECONDS = 0.0005
@@ -73,10 +77,39 @@ def _setup_logging(to_stderr: bool) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # Every call crosses Python threads (the relay's pumps, gRPC, the worker), each waiting
-    # for the GIL; by default a thread holding it keeps it up to 5 ms. Handing it on after
-    # 0.5 ms: search through the shim 3.8x -> 3.1x the embedding (4 runs each, --quick).
+    # Every call crosses Python threads (relay pumps, gRPC, the worker) that wait for the GIL;
+    # handing it on sooner than the default 5 ms speeds calls up (bench/RESULTS.md, "GIL
+    # hand-over").
     sys.setswitchinterval(GIL_SWITCH_SECONDS)
+    args = _arguments(argv)
+    if args.socket:
+        os.environ["MEMNEST_SOCKET"] = args.socket
+
+    from .. import tune_malloc
+    tune_malloc()
+    # Every file and folder the daemon or the engine creates is private to this user: memory
+    # texts, logs and exports are readable by nobody else (group and others get nothing).
+    os.umask(0o077)
+    # Imported here so that `memnestd --help` stays fast.
+    from .listener import AlreadyRunning, InstanceLock, inherited_listener, prepare_socket_dir
+
+    listener = inherited_listener()  # systemd socket activation
+    sock = _address(listener)
+    settings = Settings.from_env()
+    idle_exit_minutes = _idle_exit_minutes()
+    prepare_socket_dir(sock)
+    try:
+        lock = InstanceLock(sock)
+    except AlreadyRunning:
+        print(f"memnestd is already running on {sock}", file=sys.stderr)
+        return 0
+    try:
+        return _run(args, settings, listener, sock, idle_exit_minutes)
+    finally:
+        lock.release()
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="memnestd", description=(
         "The memnest daemon: owns every workspace's memory database and the embedding "
         "model, and serves memnest-mcp and memnest-ctl over a Unix socket."))
@@ -90,45 +123,46 @@ def main(argv: list[str] | None = None) -> int:
                              "idle, and after an upgrade request exit with status 75 "
                              "so that the manager starts the new version")
     parser.add_argument("--version", action="version", version=f"memnestd {VERSION}")
-    args = parser.parse_args(argv)
-    if args.socket:
-        os.environ["MEMNEST_SOCKET"] = args.socket
+    return parser.parse_args(argv)
 
-    from .. import tune_malloc
-    tune_malloc()
-    # Every file and folder the daemon or the engine creates is private to this user: memory
-    # texts, logs and exports are readable by nobody else (group and others get nothing).
-    os.umask(0o077)
-    # Imported here so that `memnestd --help` stays fast.
-    from .listener import (
-        AlreadyRunning,
-        DaemonServer,
-        InstanceLock,
-        connected_clients,
-        inherited_listener,
-        listener_path,
-        prepare_socket_dir,
-        something_listens,
-    )
 
-    listener = inherited_listener()  # systemd socket activation
+def _address(listener) -> Path:
+    """The socket clients reach us on: the configured path, or the one a service manager
+    created and handed over."""
+    from .listener import listener_path
+
     sock = paths.socket_path()
-    if listener is not None:
-        inherited = listener_path(listener)
-        if inherited is not None and inherited != sock:
-            # Clients reach us through the socket the manager created: that is our address.
-            print(f"memnestd: serving the inherited socket {inherited} (not {sock})",
-                  file=sys.stderr)
-            sock = inherited
-            os.environ["MEMNEST_SOCKET"] = str(sock)
-    settings = Settings.from_env()
-    idle_exit_minutes = _idle_exit_minutes()
-    prepare_socket_dir(sock)
-    try:
-        lock = InstanceLock(sock)
-    except AlreadyRunning:
-        print(f"memnestd is already running on {sock}", file=sys.stderr)
-        return 0
+    inherited = listener_path(listener) if listener is not None else None
+    if inherited is not None and inherited != sock:
+        print(f"memnestd: serving the inherited socket {inherited} (not {sock})",
+              file=sys.stderr)
+        os.environ["MEMNEST_SOCKET"] = str(inherited)
+        return inherited
+    return sock
+
+
+class _StopRequests:
+    """SIGTERM and SIGINT: ask the server to drain, or note it when it has not started."""
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self.server: DaemonServer | None = None
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+
+    def _on_signal(self, signum, _frame) -> None:
+        log.info("received %s", signal.Signals(signum).name)
+        self.received.append(signum)
+        if self.server is not None:
+            self.server.request_stop()
+
+
+def _run(args: argparse.Namespace, settings: Settings, listener, sock: Path,
+         idle_exit_minutes: float) -> int:
+    """Everything after the instance lock is ours: load the model, serve until asked to stop,
+    drain. The exit status."""
+    from .listener import AlreadyRunning, DaemonServer, something_listens
+
     # Under systemd stderr is the journal; under launchd it is a file beside our own log.
     to_stderr = not args.spawned and (not args.service or bool(os.environ.get("JOURNAL_STREAM")))
     log_path = _setup_logging(to_stderr=to_stderr)
@@ -136,40 +170,23 @@ def main(argv: list[str] | None = None) -> int:
              " (inherited)" if listener is not None else "",
              ", run by a service manager" if args.service else
              ", on demand" if args.spawned else "")
-
-    stop_requested = []
-    server_ref: list = []
-
-    def on_signal(signum, _frame):
-        log.info("received %s", signal.Signals(signum).name)
-        stop_requested.append(signum)
-        if server_ref:
-            server_ref[0].request_stop()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-
+    stops = _StopRequests()
     if listener is None and sock.exists() and something_listens(sock):
         # Not a daemon of ours (we hold the lock): most likely a systemd socket unit, which
         # starts the service-managed daemon on this very connection attempt.
         print(f"memnestd: {sock} is already served by another listener (a systemd socket "
               "unit?)", file=sys.stderr)
-        lock.release()
         return 0
 
-    from ..curation.conflicts import neighbour_floor
     from ..model.embedder import Embedder, ModelUnavailable
     from ..store.registry import StoreRegistry
-    from .housekeeping import start_housekeeping
     from .servicer import MemnestService, Runtime
-    from .upkeep import Upkeep
 
     try:
         embedder = Embedder(settings.embedding_model, settings.embed_threads or None)
     except ModelUnavailable as exc:
         log.error("%s", exc)
         print(f"memnestd: {exc}", file=sys.stderr)
-        lock.release()
         return 1
     stores = StoreRegistry(embedder.name, embedder.dim, settings.buffer_pool_mb,
                            settings.max_db_gb, settings.db_threads, embedder.embed,
@@ -178,36 +195,44 @@ def main(argv: list[str] | None = None) -> int:
     server = DaemonServer(sock, lambda stop: MemnestService(runtime, settings, stop),
                           listener=listener)
     server.managed = args.service
-    server_ref.append(server)
-    if stop_requested:
-        lock.release()
+    stops.server = server
+    if stops.received:
         return 0
     try:
         server.start()
     except AlreadyRunning as exc:
         log.info("not starting: %s", exc)
         print(f"memnestd: {exc}", file=sys.stderr)
-        lock.release()
         return 0
-    _sd_notify("READY=1")
-    start_housekeeping(stores, Upkeep(stores, embedder, settings),
-                       settings.idle_close_minutes * 60,
-                       neighbour_floor(settings))
-    if args.spawned and idle_exit_minutes > 0:
-        _start_idle_exit(server, sock, idle_exit_minutes * 60, connected_clients)
     try:
-        server.wait()
+        _serve(server, stores, embedder, settings,
+               idle_exit_minutes * 60 if args.spawned else 0, sock)
     finally:
         _sd_notify("STOPPING=1")
         server.stop()
         stores.close_all()
-        lock.release()
         log.info("memnestd stopped%s", f" (exit status {server.exit_code}: the service "
                  "manager starts the new version)" if server.exit_code else "")
         for handler in logging.getLogger().handlers:
             if isinstance(handler, _StderrCopy):
                 handler.settle()
     return server.exit_code
+
+
+def _serve(server, stores, embedder, settings: Settings, idle_exit_seconds: float,
+           sock: Path) -> None:
+    """Ready: start the background work and wait until the server is asked to stop."""
+    from ..curation.conflicts import neighbour_floor
+    from .housekeeping import start_housekeeping
+    from .listener import connected_clients
+    from .upkeep import Upkeep
+
+    _sd_notify("READY=1")
+    start_housekeeping(stores, Upkeep(stores, embedder, settings),
+                       settings.idle_close_minutes * 60, neighbour_floor(settings))
+    if idle_exit_seconds > 0:
+        _start_idle_exit(server, sock, idle_exit_seconds, connected_clients)
+    server.wait()
 
 
 def _idle_exit_minutes() -> float:

@@ -311,9 +311,34 @@ def memory_import(ctx: ToolContext, args: dict) -> dict:
     data, shown = read_file(ctx.workspace, args["path"], MAX_IMPORT_BYTES)
     parsed = parse_export(data, shown, ctx.settings)
     del data
-    items, workspace, settings = parsed.items, ctx.workspace, ctx.settings
+    memories = _ImportedMemories(len(parsed.items))
+    _import_memories(ctx, parsed.items, memories)
+    edge_counts, verdict_counts = _import_links(ctx, parsed, memories.target)
     store = ctx.store
+    result = {"path": shown, "memories": {"in_file": len(parsed.items), **memories.counts},
+              "existing_changed": len(memories.changed),
+              "edges": {"in_file": len(parsed.edges), **edge_counts},
+              "keep_separate": {"in_file": len(parsed.verdicts), **verdict_counts},
+              "embedding_model": store.model}
+    if parsed.model and parsed.model != store.model:
+        result["note"] = (f"the file was embedded with {parsed.model}; its text was embedded "
+                          f"again with {store.model}")
+    return result
 
+
+class _ImportedMemories:
+    """Where each item of the file went, and the tally."""
+
+    def __init__(self, count: int):
+        self.target: list[int | None] = [None] * count  # the memory each item became
+        self.counts = {"stored": 0, "duplicate": 0, "merged": 0}
+        self.changed: set[int] = set()  # memories that were here before and a merge changed
+        self.before: set[int] | None = None  # what the workspace held before this import
+
+
+def _import_memories(ctx: ToolContext, items: list[Item], out: _ImportedMemories) -> None:
+    """Every item stored, found verbatim, or merged, IMPORT_CHUNK under one write lock."""
+    store, workspace = ctx.store, ctx.workspace
     # Text already here verbatim needs no embedding; the rest is embedded outside the lock.
     with store.reading():
         present = {n for n, item in enumerate(items)
@@ -322,60 +347,69 @@ def memory_import(ctx: ToolContext, args: dict) -> dict:
               for start in range(0, len(items), IMPORT_CHUNK)]
     embedded = _embedded_ahead(ctx, [[n for n in chunk if n not in present] for chunk in chunks],
                                [item.content for item in items])
-
-    target: list[int | None] = [None] * len(items)
-    counts = {"stored": 0, "duplicate": 0, "merged": 0}
-    changed: set[int] = set()  # memories that were here before and an import merge changed
-    before: set[int] | None = None
     with closing(embedded):  # an early exit waits for the chunk being embedded
         for chunk, vectors in zip(chunks, embedded):
             with store.writing():
                 ctx.check_still_wanted()  # chunks already written stay: importing is idempotent
-                if before is None:  # what the workspace held before this import
-                    before = {i for i, m in store.catalog.items() if m.workspace == workspace}
-                pending = []
-                fresh = []
-                for n in chunk:
-                    item = items[n]
-                    same = store.find_hash(workspace, content_hash(item.content))
-                    if same is not None:
-                        target[n] = same.id
-                        counts["duplicate"] += 1
-                        continue
-                    if n not in vectors:  # was here a moment ago, deleted since
-                        vectors[n] = ctx.embedder.embed([item.content])[0]
-                    fresh.append(n)
-                # What each item resembles among the memories here before, in one product.
-                nearest = dict(zip(fresh, store.vectors.search_many(
-                    np.stack([vectors[n] for n in fresh]), before, 5,
-                    min_score=settings.dedup_threshold))) if fresh else {}
-                for n in fresh:
-                    item = items[n]
-                    home = _absorbed_by(store, item, nearest[n], settings)
-                    if home is not None:
-                        target[n] = home
-                        counts["merged"] += 1
-                        continue
-                    pending.append(n)
-                if pending:
-                    outcomes = ingest(store, workspace, [items[n] for n in pending],
-                                      [vectors[n] for n in pending], settings, merge_into=before,
-                                      flag_conflicts=False)
-                    for n, outcome in zip(pending, outcomes):
-                        target[n] = outcome.memory.id
-                        counts[outcome.status] += 1
-                        if outcome.status != "stored" and outcome.memory.id in before:
-                            changed.add(outcome.memory.id)
-            done = chunk.stop
+                _import_chunk(ctx, items, chunk, vectors, out)
             if len(items) > IMPORT_CHUNK:
-                ctx.progress(done, len(items), f"imported {done} of {len(items)} memories")
+                ctx.progress(chunk.stop, len(items),
+                             f"imported {chunk.stop} of {len(items)} memories")
 
+
+def _import_chunk(ctx: ToolContext, items: list[Item], chunk: range,
+                  vectors: dict[int, np.ndarray], out: _ImportedMemories) -> None:
+    """One chunk, write lock held: duplicates found, near copies absorbed, the rest ingested
+    (which may still merge them into a memory that was here before)."""
+    store, workspace, settings = ctx.store, ctx.workspace, ctx.settings
+    if out.before is None:  # taken under the first write lock: nothing lands in between
+        out.before = {i for i, m in store.catalog.items() if m.workspace == workspace}
+    before = out.before
+    fresh = []
+    for n in chunk:
+        same = store.find_hash(workspace, content_hash(items[n].content))
+        if same is not None:
+            out.target[n] = same.id
+            out.counts["duplicate"] += 1
+            continue
+        if n not in vectors:  # was here a moment ago, deleted since
+            vectors[n] = ctx.embedder.embed([items[n].content])[0]
+        fresh.append(n)
+    # What each item resembles among the memories here before, in one product.
+    nearest = dict(zip(fresh, store.vectors.search_many(
+        np.stack([vectors[n] for n in fresh]), before, 5,
+        min_score=settings.dedup_threshold))) if fresh else {}
+    pending = []
+    for n in fresh:
+        home = _absorbed_by(store, items[n], nearest[n], settings)
+        if home is None:
+            pending.append(n)
+            continue
+        out.target[n] = home
+        out.counts["merged"] += 1
+    if not pending:
+        return
+    outcomes = ingest(store, workspace, [items[n] for n in pending],
+                      [vectors[n] for n in pending], settings, merge_into=before,
+                      flag_conflicts=False)
+    for n, outcome in zip(pending, outcomes):
+        out.target[n] = outcome.memory.id
+        out.counts[outcome.status] += 1
+        if outcome.status != "stored" and outcome.memory.id in before:
+            out.changed.add(outcome.memory.id)
+
+
+def _import_links(ctx: ToolContext, parsed: _Parsed,
+                  target: list[int | None]) -> tuple[dict, dict]:
+    """The file's links and keep-separate verdicts between the memories its items became;
+    the tallies of both."""
+    store, workspace = ctx.store, ctx.workspace
     edge_counts = {"created": 0, "exists": 0, "skipped": 0}
     verdict_counts = {"recorded": 0, "exists": 0, "skipped": 0}
     edges = [(rel, target[x], target[y]) for rel, x, y in parsed.edges]
     verdicts = [(target[x], target[y]) for x, y in parsed.verdicts]
-    # Sets, not lists: a file of 40k links took 50 s of membership tests under the write
-    # lock. Written LINK_CHUNK at a time, so other calls get a turn between chunks.
+    # Sets, not lists: membership tests over a large file's links run under the write lock.
+    # Written LINK_CHUNK at a time, so other calls get a turn between chunks.
     seen_edges: set[tuple[str, int, int]] = set()
     seen_verdicts: set[tuple[int, int]] = set()
     for start in range(0, max(len(edges), len(verdicts)), LINK_CHUNK):
@@ -392,16 +426,7 @@ def memory_import(ctx: ToolContext, args: dict) -> dict:
                 store.commit(Changes(edges_added=new_edges, kept_separate=new_verdicts))
     edge_counts["created"] = len(seen_edges)
     verdict_counts["recorded"] = len(seen_verdicts)
-
-    result = {"path": shown, "memories": {"in_file": len(items), **counts},
-              "existing_changed": len(changed),
-              "edges": {"in_file": len(parsed.edges), **edge_counts},
-              "keep_separate": {"in_file": len(parsed.verdicts), **verdict_counts},
-              "embedding_model": store.model}
-    if parsed.model and parsed.model != store.model:
-        result["note"] = (f"the file was embedded with {parsed.model}; its text was embedded "
-                          f"again with {store.model}")
-    return result
+    return edge_counts, verdict_counts
 
 
 def _new_links(store, workspace: str, links: list, seen: set, counts: dict, known,
