@@ -71,12 +71,11 @@ def prepare_offline_model_dir() -> Path:
 
 def _stop_spinning_after_runs(model) -> None:
     """onnxruntime's worker threads keep spinning for a while after each run, in case more
-    work follows at once. Between two searches it never does: the spinning thread burned
-    ~15 ms of CPU per search (a 4-6 ms embedding), on a core the search's ranking, the
-    shim and the client were waiting for. With the threads stopped when a run ends, a
-    search over gRPC took ~2 ms less and the daemon's CPU per search fell by a third
-    (bench/RESULTS.md, item 35). The session is rebuilt once with that setting, as
-    fastembed does not pass session settings through; if that fails, the first one stays."""
+    work follows at once. Between two searches it never does: the spinning burned more CPU
+    than the embedding, on a core the search's ranking, the shim and the client were
+    waiting for (bench/RESULTS.md, performance 35). The session is rebuilt once with that
+    setting, as fastembed does not pass session settings through; if that fails, the first
+    one stays."""
     try:
         import onnxruntime as ort
 

@@ -18,13 +18,11 @@ from .term_table import TermTable
 _WORD = re.compile(r"\w+", re.UNICODE)
 COMMIT_DELAY_S = 0.25  # a write's keyword documents are committed this long after it
 # From this many rows a query reads a bound for every row (row_bound.py) and only the rows
-# that can matter in full: a full product over 100k rows is ~150 MB of memory traffic.
+# that can matter in full: past it, memory traffic dominates (bench/RESULTS.md, perf. 17).
 BOUND_FROM_ROWS = 20_000
-# A search with a high floor (conflict neighbours at 0.5, merge candidates at the dedup
-# threshold) gains from the bound much earlier: only ~4% of rows reach 0.5, and ten
-# conflict neighbour lists at 10k rows took 3.2 ms in one product, 1.5 ms bounded. A
-# query's 100 best gain nothing there (4.6 vs 4.8 ms to rank at 10k), so it waits for
-# BOUND_FROM_ROWS.
+# A search with a high floor (conflict neighbours, merge candidates) gains from the bound much
+# earlier, since few rows reach the floor; a query's 100 best do not, so they wait for
+# BOUND_FROM_ROWS (bench/RESULTS.md, performance 27).
 FLOOR_BOUND_FROM_ROWS = 4096
 
 
@@ -68,7 +66,7 @@ class VectorIndex:
     def _fit_bound(self) -> None:
         n = len(self._row)
         self._bound = RowBound(self._matrix[:n], len(self._ids))
-        for first in range(0, n, 8192):  # in slices: one pass would need 2 x 150 MB at 100k
+        for first in range(0, n, 8192):  # in slices: one pass would copy the matrix twice
             self._bound.set_rows(first, self._matrix[first:min(n, first + 8192)])
 
     def _set_row(self, memory_id: int, row: int) -> None:
@@ -148,7 +146,7 @@ class VectorIndex:
             return self._top(ids, (self._matrix[rows] @ queries.T).T, k, min_score)
         if self.bounded(min_score):
             return self._bounded_top(queries, ids, rows, k, min_score)
-        # matrix @ queries.T measured 2 ms where queries @ matrix.T took 3.5-12 ms (10 x 10k)
+        # matrix @ queries.T, not queries @ matrix.T: the faster order (RESULTS.md, perf. 2)
         scores = (self._matrix[:len(self._row)] @ queries.T).T
         return self._top(ids, scores if rows is None else scores[:, rows], k, min_score)
 
@@ -261,9 +259,10 @@ class KeywordIndex:
         self._index = tantivy.Index(self._schema)
         self._writer = self._index.writer(heap_size=15_000_000, num_threads=1)
         self._lock = threading.Lock()
-        # A tantivy commit costs 5-40 ms, more than the rest of a single store. Writes only
-        # stage their documents; the next search commits them first (so it always sees every
-        # acknowledged write), and a timer commits a quiet index so searches rarely wait.
+        # A tantivy commit costs more than the rest of a single store (RESULTS.md, perf. 4).
+        # Writes only stage their documents; the next search commits them first (so it always
+        # sees every acknowledged write), and a timer commits a quiet index so searches rarely
+        # wait.
         self._staged = False
         self.version = 0  # bumped by every change to the documents
         self._ids: set[int] = set()

@@ -1,8 +1,8 @@
 """Every memory's nearest memories, by id, kept exact through writes: what conflict flags are
 made from when a database holds one workspace (conflicts.py).
 
-Finding a memory's nearest memories costs a pass over the vector matrix (ten of them: 1.5 ms
-at 10k rows, 12 ms at 100k), and a search shows ten memories it has usually not shown before.
+Finding a memory's nearest memories costs a pass over the vector matrix, and a search shows
+ten memories it has usually not shown before (bench/RESULTS.md, performance 32).
 So each row of the table, once found, is kept, and a write changes only what it must:
 
 - a memory written or removed loses its own row;
@@ -21,7 +21,7 @@ from ..core.growable import grown
 
 KEPT = 11  # a memory's ten nearest others, and itself
 # A write of n vectors into an index of N rows compares n x N pairs to keep every row;
-# past this many it forgets them all (an import of 250 into 100k would take ~0.5 s).
+# past this many (an import) it forgets them all (bench/RESULTS.md, performance 32).
 MAINTAIN_UP_TO = 4_000_000
 CHUNK = 64  # written vectors compared at a time
 STATE = ("neighbour_floor", "neighbour_rows", "neighbour_ids", "neighbour_sims",

@@ -13,7 +13,7 @@ project notes, 96 of 384 dimensions leave 2-7% of rows above the 100th best scor
 
 Each row's norm is kept as one more column of its low copy, and each query's as one more
 column of its own, so the whole bound is a single matrix product: adding the norms' product
-afterwards cost as much again as the product (10 queries x 100k rows: 16.6 -> ~9 ms).
+afterwards cost as much again as the product (bench/RESULTS.md, performance 30).
 """
 import numpy as np
 
@@ -28,7 +28,7 @@ SLACK = 1e-3
 class RowBound:
     def __init__(self, sample: np.ndarray, capacity: int):
         """`sample`: rows like the ones to come (the basis is fitted to them once)."""
-        if len(sample) > SAMPLE_ROWS:  # picked before widening: 100k rows as float64 = 300 MB
+        if len(sample) > SAMPLE_ROWS:  # picked before widening: all rows as float64 is large
             picked = np.random.default_rng(0).choice(len(sample), SAMPLE_ROWS, replace=False)
             sample = sample[np.sort(picked)]
         sample = np.asarray(sample, dtype=np.float64)

@@ -1,11 +1,11 @@
 """Who was stored next to whom: each memory's workspace and creation time in arrays indexed by
 memory id, and from them every memory's neighbours in storage order.
 
-Context ranking (search.py) lifts a memory by its neighbours' evidence. Looking neighbours up
-memory by memory cost ~2 ms of Python per query at 10k memories; here they are one gather from
-an array that is rebuilt (a few numpy passes, no Python loop) only when a memory is added,
-removed or moved. Id 0 is never a memory's id, so 0 means "no neighbour" and its slots stay
-empty in every array.
+Context ranking (ranking.py) lifts a memory by its neighbours' evidence. Looking neighbours
+up memory by memory was a Python loop per query (bench/RESULTS.md, performance 15); here they
+are one gather from an array that is rebuilt (a few numpy passes, no Python loop) only when a
+memory is added, removed or moved. Id 0 is never a memory's id, so 0 means "no neighbour"
+and its slots stay empty in every array.
 """
 from datetime import datetime, timedelta
 
@@ -20,7 +20,7 @@ _MICROSECOND = timedelta(microseconds=1)
 
 def _all_microseconds(times: list[datetime]) -> np.ndarray:
     """Exact integer microseconds since 1970 (float seconds lose the last digit). Stored
-    times are naive UTC. (5x faster than numpy's own conversion of datetime objects.)"""
+    times are naive UTC. (Faster than numpy's own conversion of datetime objects.)"""
     return np.fromiter(((at.replace(tzinfo=None) - _EPOCH) // _MICROSECOND for at in times),
                        dtype=np.int64, count=len(times))
 

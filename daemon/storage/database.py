@@ -165,14 +165,14 @@ class Database:
         A kill -9 can leave a WAL with a torn tail, and some torn tails crash the engine
         when it replays them; then the whole WAL is set aside (wal_recovery.py). So a
         transaction is checkpointed before it is acknowledged, and a crash can only lose a
-        write that was never acknowledged. A checkpoint costs 10-70 ms as the table grows,
-        so small new rows may defer it instead (`checkpoint=False` after can_defer()): they
-        are written without their embeddings and journaled (row_journal.py), which brings
-        them back if the WAL is set aside; the embeddings follow in the next checkpointed
-        transaction, which first checkpoints the deferred rows alone. A crash in between
-        leaves those rows without an embedding, and opening the store embeds them again.
-        Writes with no embedding at all (access counts) also
-        pass `checkpoint=False`."""
+        write that was never acknowledged. A checkpoint costs more as the table grows
+        (bench/RESULTS.md, performance 20), so small new rows may defer it instead
+        (`checkpoint=False` after can_defer()): they are written without their embeddings
+        and journaled (row_journal.py), which brings them back if the WAL is set aside; the
+        embeddings follow in the next checkpointed transaction, which first checkpoints the
+        deferred rows alone. A crash in between leaves those rows without an embedding, and
+        opening the store embeds them again. Writes with no embedding at all (access counts)
+        also pass `checkpoint=False`."""
         conn = self._conn()
         pending = self._pending if checkpoint and not self.ephemeral else {}
         if pending:
@@ -351,7 +351,7 @@ class Database:
         unembedded: list[Memory] = []
         missing: dict[int, int] = {}  # memory id -> its row in the matrix
         deferred: dict[int, int] = {}
-        while chunk := result.get_n(LOAD_CHUNK):  # 100k rows: 0.44 s, one at a time 0.74 s
+        while chunk := result.get_n(LOAD_CHUNK):  # fewer driver calls than one by one
             for row in cast(list[list], chunk):
                 m = _memory(row[:-1])
                 memories.append(m)
@@ -456,8 +456,8 @@ class Database:
         self.reap_topics(tags)
 
     def save_access(self, memories: list[Memory]) -> None:
-        # One statement per thousand rows: one per memory took ~1.6 ms each, and searches
-        # wait for the write lock meanwhile (2,000 rows: 3.2 s -> 0.12 s).
+        # Many rows per statement: searches wait for the write lock meanwhile
+        # (bench/RESULTS.md, performance 16).
         for first in range(0, len(memories), ACCESS_ROWS_PER_STATEMENT):
             self.rows("UNWIND $rows AS r MATCH (m:Memory) WHERE m.id = r.id "
                       "SET m.access_count = r.count, m.accessed_at = r.at",

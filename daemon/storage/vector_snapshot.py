@@ -48,7 +48,7 @@ class Snapshot:
     digests: np.ndarray      # uint64 per row
     matrix: np.ndarray       # float32, one unit vector per row
     # Each row's keyword-index terms, and a digest of the text they were analysed from
-    # (content and tags): analysing every memory again was half of a 100k open.
+    # (content and tags), so an open need not analyse them again (RESULTS.md, perf. 14).
     text_digests: list[int] | None = None
     vocabulary: list[str] | None = None
     term_offsets: list[int] | None = None

@@ -18,12 +18,12 @@ class NeighbourCache:
     When the workspace is the whole database (the usual case) they live in a NeighbourTable
     (neighbour_table.py): every memory's row, kept exact through writes and saved with the
     vector snapshot. Otherwise (a database shared by workspaces) they are entries here, by
-    memory and workspace: finding them costs a pass over the vector matrix (a page of ten:
-    3-4 ms at 10k memories), so a write forgets only the entries it can change: those of the
-    memories it wrote or removed, those that list one of them, and those one of them could
-    now enter. Past MAX_ENTRIES the oldest tenth goes. The flags are kept until the graph
-    changes (an agent settled a pair) or a memory they show changes. Readers add entries
-    under the store's read lock, so changes to the entries take a lock of their own."""
+    memory and workspace: finding them costs a pass over the vector matrix, so a write
+    forgets only the entries it can change: those of the memories it wrote or removed,
+    those that list one of them, and those one of them could now enter. Past MAX_ENTRIES
+    the oldest tenth goes. The flags are kept until the graph changes (an agent settled a
+    pair) or a memory they show changes. Readers add entries under the store's read lock,
+    so changes to the entries take a lock of their own."""
 
     def __init__(self, table: NeighbourTable | None = None):
         self._hits: dict[tuple[int, str], list[tuple[int, float]]] = {}

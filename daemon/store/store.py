@@ -91,11 +91,10 @@ class MemoryStore:
                         saved_next)
             saved_next = 1
         self._next_id = max(max(self.catalog, default=0) + 1, saved_next)
-        # An open store is hundreds of thousands of long-lived objects (a 100k catalog:
-        # ~330k), and every full pass of Python's cycle collector walked them all: ~200 ms
-        # at 100k, paid by whichever search was allocating then. Frozen, the collector
-        # leaves them be; closing a store thaws them (StoreRegistry.close_idle) so that
-        # cycles among what it held can go.
+        # An open store is many long-lived objects that every full pass of the cycle
+        # collector would walk, in whichever search was allocating (RESULTS.md, perf. 34).
+        # Frozen, the collector leaves them be; closing a store thaws them
+        # (StoreRegistry.close_idle) so that cycles among what it held can go.
         gc.freeze()
         if read >= SNAPSHOT_AFTER_READING and not self.db.ephemeral:
             # Next time these come from the snapshot, even if the daemon never closes this

@@ -1,11 +1,4 @@
 """Every MCP tool the daemon serves. Importing this package registers them all."""
-from . import (  # noqa: F401  (each module registers its tools  # noqa: F401  (graph page; export and import
-    graph,
-    graph_view,
-    memory,
-    query,  # noqa: F401  (memory_query, memory_schema
-    session,
-    transfer,
-    upkeep,
-)
+# Each module registers its tools when imported.
+from . import graph, graph_view, memory, query, schema, session, transfer, upkeep  # noqa: F401
 from .registry import TOOLS, Tool, ToolContext  # noqa: F401

@@ -1,20 +1,20 @@
-"""memory_query (Cypher passthrough behind cypher_guard) and memory_schema.
+"""memory_query: Cypher passthrough behind the guard (cypher/guard.py).
 
-A query runs in the query worker process (query_worker.py, query_run.py) with a memory
+A query runs in the query worker process (cypher/worker.py, cypher/run.py) with a memory
 limit of its own, while the daemon holds the store's write lock with its database handle
 closed: whatever the query allocates, the daemon lives on. Reads run inside a READ ONLY
 transaction, so the engine itself refuses any write the guard failed to see. A query that
-may write is checked there before it commits, as a tool's write would be (query_run.py);
-then, in the daemon, a repair pass gives every new or changed Memory row what the daemon's
-indexes need (defaults, content hash, embedding, Topic links), and the catalog and both
-search indexes are rebuilt from the database.
+may write is checked there before it commits, as a tool's write would be (cypher/run.py);
+then, in the daemon, store/reconcile.py gives every new or changed Memory row what the
+daemon's indexes need (defaults, content hash, embedding, Topic links), and the catalog and
+every index are rebuilt from the database.
 """
 import logging
 import os
 import time
 
 from ..core.errors import ToolError, invalid
-from ..cypher import guard as guard
+from ..cypher import guard
 from ..cypher import run as query_run
 from ..cypher.worker import QueryWorker
 from ..store.reconcile import reconcile
@@ -187,59 +187,3 @@ def _write(ctx, query, params, max_rows, full_vectors, verdict) -> dict:
     if repaired["removed"]:
         out["memories_removed"] = repaired["removed"]
     return out
-
-
-# -- memory_schema ---------------------------------------------------------------------------
-
-@tool("memory_schema",
-      "Describe this workspace's database: every node and relationship table with its columns "
-      "and types (relationships with FROM and TO), row counts, the database's own indexes and "
-      "the daemon's search indexes (vector and keyword) with their sizes. Use it before "
-      "writing Cypher for memory_query.",
-      {"type": "object", "properties": {}, "additionalProperties": False},
-      read_only=True, idempotent=True)
-def memory_schema(ctx: ToolContext, args: dict) -> dict:
-    store = ctx.store
-    with store.reading():
-        db = store.db
-        tables = []
-        for name, kind in query_run.tables(db):
-            info = query_run.table_info(db, name)
-            entry = {"name": name, "type": kind.lower(),
-                     "rows": query_run.count_rows(db, name, kind),
-                     "columns": [{"name": c[1], "type": c[2],
-                                  **({"primary_key": True} if kind == "NODE" and c[4] is True
-                                     else {})} for c in info]}
-            if kind == "NODE":
-                entry["primary_key"] = next((c[1] for c in info if c[4] is True), None)
-            elif kind == "REL":
-                pairs = db.rows(f"CALL show_connection({query_run.quote_string(name)}) RETURN *")
-                entry["connections"] = [{"from": p[0], "to": p[1]} for p in pairs]
-                if len(pairs) == 1:
-                    entry["from"], entry["to"] = pairs[0][0], pairs[0][1]
-            tables.append(entry)
-        db_indexes = [{"table": r[0], "name": r[1], "type": r[2], "properties": r[3]}
-                      for r in db.rows("CALL show_indexes() RETURN *")]
-        memories = len(store.catalog)
-        in_workspace = sum(1 for m in store.catalog.values() if m.workspace == ctx.workspace)
-        next_id = max(max(store.catalog, default=0) + 1, int(db.meta("next_id") or 1))
-        daemon_indexes = [
-            {"name": "vector", "kind": "exact cosine similarity over a float32 matrix, in "
-             "memory", "table": "Memory", "property": "embedding", "entries": len(store.vectors),
-             "dimensions": store.vectors.dim, "model": store.model},
-            {"name": "keyword", "kind": "BM25 (tantivy, English stemming), in memory",
-             "table": "Memory", "property": "content", "entries": len(store.keywords)},
-        ]
-        version = db.rows("CALL db_version() RETURN *")[0][0]
-    return {
-        "database": store.db_path,
-        "engine": f"LadybugDB {version}",
-        "tables": tables,
-        "indexes": {"database": db_indexes, "daemon": daemon_indexes},
-        "memories_in_database": memories,
-        "memories_in_workspace": in_workspace,
-        "workspace": ctx.workspace,
-        "next_memory_id": next_id,
-        "note": "memory_query sees the whole database file; Memory rows carry a `workspace` "
-                "property (this workspace's value is shown above).",
-    }

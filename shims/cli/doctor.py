@@ -13,7 +13,7 @@ from memnest_proto import paths
 from memnest_proto.version import PROTOCOL_VERSION, VERSION
 
 from ..client import DaemonClient, DaemonUnavailable, ToolFailure, version_key
-from . import service_units as service
+from . import service_units
 from .editor_configs import ConfigError, mcp_command
 
 
@@ -177,7 +177,7 @@ def _shim() -> Finding:
 
 def _service() -> Finding:
     try:
-        facts = service.status()
+        facts = service_units.status()
     except Exception as exc:  # noqa: BLE001 - a broken service manager is itself a finding
         return Finding(False, "service", f"could not ask the service manager: {exc}",
                        "`memnest-ctl service status` for details")
@@ -194,10 +194,10 @@ def _service() -> Finding:
     if not facts["manager_running"]:
         return Finding(True, "service", f"installed, but {facts['manager_note']}")
     units = facts.get("units")
-    if units and units[service.SOCKET_UNIT]["active"] != "active":
-        return Finding(False, "service", f"installed, but {service.SOCKET_UNIT} is "
-                       f"{units[service.SOCKET_UNIT]['active']}",
-                       f"systemctl --user enable --now {service.SOCKET_UNIT}")
+    if units and units[service_units.SOCKET_UNIT]["active"] != "active":
+        return Finding(False, "service", f"installed, but {service_units.SOCKET_UNIT} is "
+                       f"{units[service_units.SOCKET_UNIT]['active']}",
+                       f"systemctl --user enable --now {service_units.SOCKET_UNIT}")
     if facts["manager"] == "launchd" and not facts.get("loaded"):
         return Finding(False, "service", "installed, but not loaded",
                        "`memnest-ctl service install`")

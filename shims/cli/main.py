@@ -9,7 +9,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from memnest_proto.contract import CATEGORIES
+from memnest_proto.contract import CATEGORIES, DEFAULT_MODEL
 from memnest_proto.version import VERSION
 
 from .. import workspace as ws
@@ -160,22 +160,22 @@ def cmd_search(args) -> None:
         print(f"{r['id']:>6}  {r['score']:.3f}  {r['content']}{tags}")
 
 
-# -- service, config, logs, doctor (the work is in service.py, client_config.py, doctor.py) ------
+# -- service, config, logs, doctor (service_units.py, editor_configs.py, doctor.py) --
 
 def cmd_service(args) -> None:
-    from . import service_units as service
+    from . import service_units
     lines: list[str] = []
-    report = service.Report(out=(lines.append if args.json else print))
+    report = service_units.Report(out=(lines.append if args.json else print))
     try:
         if args.action == "install":
-            result = service.install(dry_run=args.dry_run, model=args.model, report=report)
+            result = service_units.install(dry_run=args.dry_run, model=args.model, report=report)
         elif args.action == "uninstall":
-            result = service.uninstall(dry_run=args.dry_run, report=report)
+            result = service_units.uninstall(dry_run=args.dry_run, report=report)
         else:
-            result = service.status()
+            result = service_units.status()
             if not args.json:
                 _print_service_status(result)
-    except service.ServiceError as exc:
+    except service_units.ServiceError as exc:
         raise Failure(str(exc)) from None
     if args.json:
         _print_json({**result, "steps": report.steps})
@@ -206,7 +206,7 @@ def _print_service_status(facts: dict) -> None:
 
 
 def cmd_config(args) -> None:
-    from . import editor_configs as cc
+    from . import editor_configs
     workspace = Path(args.workspace).expanduser().resolve() if args.workspace else \
         Path.cwd().resolve()
     if not workspace.is_dir():
@@ -214,7 +214,7 @@ def cmd_config(args) -> None:
     path = Path(args.file).expanduser().absolute() if args.file else None
     try:
         if args.check:
-            findings = cc.check(args.client, workspace, path, args.name, args.model)
+            findings = editor_configs.check(args.client, workspace, path, args.name, args.model)
             if args.json:
                 _print_json([f.__dict__ for f in findings])
             else:
@@ -224,12 +224,12 @@ def cmd_config(args) -> None:
             if not all(f.ok for f in findings):
                 raise SystemExit(1)
             return
-        plan = cc.plan(args.client, workspace, path, args.name, args.model)
+        plan = editor_configs.plan(args.client, workspace, path, args.name, args.model)
         if args.print_only:
             print(plan.text(), end="")
             return
-        backup = cc.apply(plan)
-    except cc.ConfigError as exc:
+        backup = editor_configs.apply(plan)
+    except editor_configs.ConfigError as exc:
         raise Failure(str(exc)) from None
     facts = {"client": args.client, "file": str(plan.path), "changed": plan.changed,
              "created": not plan.exists, "backup": str(backup) if backup else None,
@@ -255,7 +255,7 @@ def cmd_config(args) -> None:
     for key, value in env.items():
         print(f"env      {key}={value}")
     if "MEMORY_EMBEDDING_MODEL" not in env:
-        print(f"model    default ({cc.DEFAULT_MODEL}), from {plan.model_source}")
+        print(f"model    default ({DEFAULT_MODEL}), from {plan.model_source}")
     else:
         print(f"model    from {plan.model_source}")
     print(f"next     {plan.client.reload_hint}")

@@ -18,11 +18,10 @@ from memnest_proto.version import VERSION
 
 from .. import workspace as ws
 from ..errors import DaemonUnavailable, OutcomeUnknown, ToolFailure
-from . import jsonrpc_guard
-from . import lean as lean_mcp
+from . import jsonrpc_guard, lean
 from .render import render, response_format
 
-Server, stdio_server = lean_mcp.load()
+Server, stdio_server = lean.load()
 from mcp.shared.message import SessionMessage  # noqa: E402 (after the lean import above)
 
 log = logging.getLogger("memnest-mcp")
