@@ -76,15 +76,15 @@ def claude_desktop_config() -> Path:
     return base / "Claude" / "claude_desktop_config.json"
 
 
-def mcp_command() -> Path:
-    """The memnest-mcp of this install, by absolute path."""
-    beside = Path(sys.executable).with_name("memnest-mcp")  # the venv's bin, not resolved
+def mcp_command(program: str = "memnest-mcp") -> Path:
+    """This install's memnest-mcp (or another of its programs), by absolute path."""
+    beside = Path(sys.executable).with_name(program)  # the venv's bin, not resolved
     if beside.is_file() and os.access(beside, os.X_OK):
         return beside.absolute()
-    found = shutil.which("memnest-mcp")
+    found = shutil.which(program)
     if found:
         return Path(found).absolute()
-    raise ConfigError("memnest-mcp is not installed beside this memnest-ctl nor on PATH; "
+    raise ConfigError(f"{program} is not installed beside this memnest-ctl nor on PATH; "
                       "install memnest (pip install -e '.[offline]') first")
 
 
@@ -151,14 +151,30 @@ def load(path: Path) -> tuple[dict, bool]:
 
 
 @dataclass
-class Plan:
-    client: ClientSpec
+class FilePlan:
+    """A JSON file as it is and as it is to be."""
     path: Path
-    name: str
     exists: bool
     before: dict
     after: dict
     lenient: bool
+
+    @property
+    def changed(self) -> bool:
+        return not self.exists or self.before != self.after
+
+    def text(self) -> str:
+        return json.dumps(self.after, indent=2, ensure_ascii=False) + "\n"
+
+    def kept_others(self, written: dict) -> bool:
+        """Whether what this plan does not own reads back exactly as it was."""
+        return True
+
+
+@dataclass
+class Plan(FilePlan):
+    client: ClientSpec
+    name: str
     model_source: str
 
     @property
@@ -166,15 +182,13 @@ class Plan:
         return self.after[self.client.servers_key][self.name]
 
     @property
-    def changed(self) -> bool:
-        return not self.exists or self.before != self.after
-
-    @property
     def others(self) -> list[str]:
         return [k for k in self.after.get(self.client.servers_key, {}) if k != self.name]
 
-    def text(self) -> str:
-        return json.dumps(self.after, indent=2, ensure_ascii=False) + "\n"
+    def kept_others(self, written: dict) -> bool:
+        key = self.client.servers_key
+        kept = {k: v for k, v in (self.before.get(key) or {}).items() if k != self.name}
+        return {k: v for k, v in written.get(key, {}).items() if k != self.name} == kept
 
 
 def plan(client: str, workspace: Path, path: Path | None = None, name: str = "memnest",
@@ -201,10 +215,10 @@ def plan(client: str, workspace: Path, path: Path | None = None, name: str = "me
         entry.pop(key, None)
     entry.update(fresh)
     servers[name] = entry
-    return Plan(spec, target, name, exists, before, after, lenient, source)
+    return Plan(target, exists, before, after, lenient, spec, name, source)
 
 
-def apply(p: Plan) -> Path | None:
+def apply(p: FilePlan) -> Path | None:
     """Write the plan; returns the backup of the previous file, if there was one."""
     if not p.changed:
         return None
@@ -231,12 +245,9 @@ def apply(p: Plan) -> Path | None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    # Read it back: valid JSON, our entry, and every other server exactly as it was.
+    # Read it back: valid JSON, our part, and everything else exactly as it was.
     written, _ = load(p.path)
-    key = p.client.servers_key
-    kept = {k: v for k, v in (p.before.get(key) or {}).items() if k != p.name}
-    now = {k: v for k, v in written.get(key, {}).items() if k != p.name}
-    if written != p.after or now != kept:
+    if written != p.after or not p.kept_others(written):
         if backup is not None:
             shutil.copy2(backup, p.path)
         raise ConfigError(f"{p.path} did not read back as written; the previous file was "

@@ -206,15 +206,25 @@ def _print_service_status(facts: dict) -> None:
 
 
 def cmd_config(args) -> None:
-    from . import editor_configs
+    from . import agent_hooks, editor_configs
     workspace = Path(args.workspace).expanduser().resolve() if args.workspace else \
         Path.cwd().resolve()
     if not workspace.is_dir():
         raise Failure(f"{workspace} is not a directory: give the project with --workspace DIR")
     path = Path(args.file).expanduser().absolute() if args.file else None
+    hooks = args.client in agent_hooks.HOOK_CLIENTS and not args.no_hooks
     try:
+        if args.print_hooks:
+            if args.client not in agent_hooks.HOOK_CLIENTS:
+                raise Failure(f"memnest installs no hooks for {args.client} yet; its MCP entry "
+                              "is all there is (`memnest-ctl config "
+                              f"{args.client} --print`)")
+            print(agent_hooks.plan_hooks(workspace, args.model).text(), end="")
+            return
         if args.check:
             findings = editor_configs.check(args.client, workspace, path, args.name, args.model)
+            if hooks:
+                findings += agent_hooks.check_hooks(workspace, args.model)
             if args.json:
                 _print_json([f.__dict__ for f in findings])
             else:
@@ -228,13 +238,19 @@ def cmd_config(args) -> None:
         if args.print_only:
             print(plan.text(), end="")
             return
+        hooks_plan = agent_hooks.plan_hooks(workspace, args.model) if hooks else None
         backup = editor_configs.apply(plan)
+        hooks_backup = editor_configs.apply(hooks_plan) if hooks_plan else None
     except editor_configs.ConfigError as exc:
         raise Failure(str(exc)) from None
     facts = {"client": args.client, "file": str(plan.path), "changed": plan.changed,
              "created": not plan.exists, "backup": str(backup) if backup else None,
              "entry": plan.entry, "other_servers": plan.others,
-             "model_source": plan.model_source, "comments_dropped": plan.lenient and plan.changed}
+             "model_source": plan.model_source, "comments_dropped": plan.lenient and plan.changed,
+             "hooks": None if hooks_plan is None else {
+                 "file": str(hooks_plan.path), "changed": hooks_plan.changed,
+                 "backup": str(hooks_backup) if hooks_backup else None,
+                 "commands": hooks_plan.commands}}
     if args.json:
         _print_json(facts)
         return
@@ -258,6 +274,13 @@ def cmd_config(args) -> None:
         print(f"model    default ({DEFAULT_MODEL}), from {plan.model_source}")
     else:
         print(f"model    from {plan.model_source}")
+    if hooks_plan is not None:
+        state = "updated" if hooks_plan.changed and hooks_plan.exists else \
+            "created" if hooks_plan.changed else "unchanged"
+        print(f"hooks    {state} {hooks_plan.path}: recall at session start and on every "
+              "prompt, a capture reminder after a working turn (--no-hooks to skip)")
+        if hooks_backup:
+            print(f"backup   {hooks_backup}")
     print(f"next     {plan.client.reload_hint}")
 
 
@@ -493,7 +516,17 @@ def build_parser() -> argparse.ArgumentParser:
     config.add_argument("--name", default="memnest", help="server name (default: memnest)")
     config.add_argument("--model", help="embedding model for the entry (default: the running "
                         "daemon's, else $MEMORY_EMBEDDING_MODEL, else the default)")
+    config.add_argument("--no-hooks", action="store_true",
+                        help="only the MCP entry: no recall/capture hooks (Claude Code)")
+    mode.add_argument("--print-hooks", action="store_true",
+                      help="print the merged hook settings file instead of writing anything")
     config.set_defaults(run=cmd_config)
+
+    from . import hook
+    hooked = sub.add_parser("hook", help="run one agent hook event (what `config` installs; "
+                            "reads the editor's hook JSON on stdin)")
+    hook.add_arguments(hooked)
+    hooked.set_defaults(run=lambda args: sys.exit(hook.run(args)))
 
     logs = sub.add_parser("logs", parents=[common], help="show the daemon's log")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
