@@ -104,7 +104,8 @@ def test_a_prompt_recalls_what_is_relevant_once_per_session(hook_env, workspace,
                  "cluster")
     changed = injected(run_hook("prompt", prompt_payload(session, workspace, question),
                                 hook_env, workspace), "UserPromptSubmit")
-    assert f"[#{facts['deploy']} " in changed and "canary" in changed
+    assert f"[#{facts['deploy']} " in changed and "canary" in changed, call(
+        "memory_search", query=question, explain=True, top_k=2)
     # Another session sees it again.
     other = injected(run_hook("prompt", prompt_payload("other-" + session, workspace, question),
                               hook_env, workspace), "UserPromptSubmit")
@@ -338,3 +339,78 @@ def test_a_settings_file_that_cannot_be_merged_is_left_alone(ctl_env, workspace)
     out = ctl("config", "claude-code", env=ctl_env, cwd=workspace)
     assert out.returncode == 1 and "not an object" in out.stderr
     assert settings.read_text() == '{"hooks": []}'
+
+
+# -- the lean call (no grpcio) ----------------------------------------------------------------
+
+def test_the_lean_call_gets_results_and_tool_errors_like_the_full_client(daemon, workspace,
+                                                                         facts):
+    from memnest_shims.lean_call import LeanCallFailed, LeanToolError, call_tool
+    found = call_tool(daemon.socket, "memory_search", {"query": "billing deploys", "top_k": 2},
+                      str(workspace), "", "tests", 30)
+    full = daemon.client().call_tool("memory_search", {"query": "billing deploys", "top_k": 2},
+                                     str(workspace))
+    assert [r["id"] for r in found["results"]] == [r["id"] for r in full["results"]]
+    with pytest.raises(LeanToolError) as error:
+        call_tool(daemon.socket, "memory_get", {"ids": ["x"]}, str(workspace), "", "tests", 30)
+    assert error.value.code and error.value.message
+    several_frames = "billing " * 5000  # over one DATA frame, within the first window
+    with pytest.raises(LeanToolError) as too_long:  # the daemon read all of it
+        call_tool(daemon.socket, "memory_search", {"query": several_frames}, str(workspace),
+                  "", "t", 30)
+    assert f"{len(several_frames)} characters" in too_long.value.message
+    with pytest.raises(LeanCallFailed):  # more than the daemon's first window: not here
+        call_tool(daemon.socket, "memory_search", {"query": "word " * 20_000},
+                  str(workspace), "", "t", 30)
+
+
+def _fake_daemon(tmp_path: Path, reply: bytes):
+    """A socket that answers every connection with `reply` (after reading the request)."""
+    import socket
+    import threading
+    path = tmp_path / "fake.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(4)
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.recv(65536)
+            try:
+                conn.sendall(reply)
+                if reply != b"hang":
+                    conn.close()
+            except OSError:
+                pass
+    threading.Thread(target=serve, daemon=True).start()
+    return path, server
+
+
+def frame(kind: int, flags: int, stream: int, payload: bytes, length: int | None = None):
+    size = len(payload) if length is None else length
+    return size.to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
+
+
+@pytest.mark.parametrize("reply", [
+    b"",  # closes at once
+    b"HTTP/1.1 400 Bad Request\r\n\r\n",
+    frame(4, 0, 0, b"") + frame(1, 0x5, 1, b"\x88"),  # trailers only: an error status
+    frame(4, 0, 0, b"") + frame(0, 1, 1, b"\x00\xff\xff\xff\xff"),  # a message that lies
+    frame(0, 0, 1, b"", length=0xFFFFFF),  # a frame length it never sends
+    frame(3, 0, 1, b"\x00\x00\x00\x02"),  # reset
+    frame(0, 1, 1, b"\x00\x00\x00\x00\x03\x0a\x01{"),  # a reply that is not JSON
+    b"hang",  # never answers
+], ids=["closed", "http1", "trailers-only", "lying-length", "huge-frame", "reset", "not-json",
+        "silent"])
+def test_the_lean_call_fails_cleanly_on_a_hostile_peer(reply, tmp_path):
+    from memnest_shims.lean_call import LeanCallFailed, call_tool
+    path, server = _fake_daemon(tmp_path, reply)
+    try:
+        with pytest.raises((LeanCallFailed, ValueError)):
+            call_tool(path, "memory_search", {"query": "x"}, "/w", "", "t", 1.0)
+    finally:
+        server.close()

@@ -27,14 +27,19 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..client import DaemonClient
 
 EVENTS = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "stop": "Stop"}
 DEFAULT_BUDGET_MS = {"session-start": 3000, "prompt": 800, "stop": 500}
 MAX_INPUT_BYTES = 1 << 20  # the hook JSON; a prompt is far smaller
 MAX_TRANSCRIPT_TAIL = 4 << 20  # of the transcript, only the end is read (the last turn)
 MAX_PROMPT_CHARS = 2000  # of the prompt, what the search sees (the tool's own limit is larger)
-# Recall: a result is shown only at or above this score (bench/RESULTS.md, "Recall hook").
-RECALL_FLOOR = 0.5
+# Recall: a result is shown only at or above this score of the default ranking, chosen on
+# LOCOMO (bench/RESULTS.md, "Recall hook"); MEMNEST_RECALL_FLOOR overrides it.
+RECALL_FLOOR = 1.18
 RECALL_LIMIT = 5
 PREVIEW_CHARS = 300
 DIGEST_CHARS = 2400  # about 600 tokens
@@ -181,8 +186,9 @@ def _prompt(payload: dict, workspace: str, deadline: float) -> str:
     found = _call(_daemon(), "memory_search", workspace, deadline,
                   {"query": prompt[:MAX_PROMPT_CHARS], "top_k": RECALL_LIMIT,
                    "preview_chars": PREVIEW_CHARS})
+    floor = _float_env("MEMNEST_RECALL_FLOOR", RECALL_FLOOR)
     picked = [r for r in found["results"]
-              if r.get("score", 0) >= RECALL_FLOOR and not r.get("untrusted_content")
+              if r.get("score", 0) >= floor and not r.get("untrusted_content")
               and not r.get("superseded") and not session.was_shown(r)]
     for r in picked:
         session.mark_shown(r)
@@ -235,20 +241,48 @@ def _emit(event: str, text: str) -> None:
 
 # -- the daemon ------------------------------------------------------------------------------
 
-def _daemon():
-    from ..client import DaemonClient  # gRPC loads only once there is something to ask
-    return DaemonClient(client_name="memnest-hook")
+class _Daemon:
+    """Calls from this hook: first without grpcio (lean_call.py), which is most of a hook's
+    time to load; the full client when that cannot answer (no daemon yet, an error status),
+    which also starts the daemon."""
+
+    def __init__(self) -> None:
+        self._full: DaemonClient | None = None
+
+    def call(self, tool: str, workspace: str, deadline: float, arguments: dict) -> dict:
+        from memnest_proto import paths
+
+        from ..lean_call import LeanCallFailed, LeanToolError, call_tool
+        db_path = os.environ.get("MEMORY_DB_PATH", "").strip()
+        if self._full is None:
+            try:
+                return call_tool(paths.socket_path(), tool, arguments, workspace, db_path,
+                                 "memnest-hook", max(0.01, deadline - time.monotonic()))
+            except LeanToolError as exc:
+                raise _Skip(f"{tool}: {exc.message}") from None
+            except LeanCallFailed as exc:
+                log_line("call", f"lean call failed ({exc}); using the full client")
+        return self._full_call(tool, workspace, db_path, arguments)
+
+    def _full_call(self, tool: str, workspace: str, db_path: str, arguments: dict) -> dict:
+        from ..client import DaemonClient
+        from ..errors import ToolFailure
+        if self._full is None:
+            self._full = DaemonClient(client_name="memnest-hook")
+        try:
+            return self._full.call_tool(tool, arguments, workspace, db_path)
+        except ToolFailure as exc:
+            raise _Skip(f"{tool}: {exc.message}") from None
 
 
-def _call(client, tool: str, workspace: str, deadline: float, arguments: dict) -> dict:
-    from ..errors import ToolFailure
+def _daemon() -> _Daemon:
+    return _Daemon()
+
+
+def _call(client: _Daemon, tool: str, workspace: str, deadline: float, arguments: dict) -> dict:
     if time.monotonic() >= deadline:
         raise _Skip("out of time budget before the call")
-    try:
-        return client.call_tool(tool, arguments, workspace,
-                                os.environ.get("MEMORY_DB_PATH", "").strip())
-    except ToolFailure as exc:
-        raise _Skip(f"{tool}: {exc.message}") from None
+    return client.call(tool, workspace, deadline, arguments)
 
 
 # -- per-session state -----------------------------------------------------------------------
@@ -283,11 +317,11 @@ class SessionState:
         return cls(path, data if isinstance(data, dict) else {})
 
     def was_shown(self, m: dict) -> bool:
-        return self.shown.get(str(m["id"])) == str(m.get("updated_at"))
+        return self.shown.get(str(m["id"])) == _version(m)
 
     def mark_shown(self, m: dict) -> None:
         self.shown.pop(str(m["id"]), None)
-        self.shown[str(m["id"])] = str(m.get("updated_at"))
+        self.shown[str(m["id"])] = _version(m)
         while len(self.shown) > MAX_SHOWN:  # the oldest go first
             self.shown.pop(next(iter(self.shown)))
 
@@ -305,6 +339,19 @@ class SessionState:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
+
+
+def _version(m: dict) -> str:
+    """What changes when a memory changes (updated_at alone has whole seconds)."""
+    content = str(m.get("content", "")).encode()
+    return f"{m.get('updated_at')}:{hashlib.sha256(content).hexdigest()[:16]}"
+
+
+def _float_env(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, "").strip() or default)
+    except ValueError:
+        return default
 
 
 def _int(value) -> int:
@@ -340,9 +387,10 @@ def last_turn(transcript: str) -> Turn:
         fd = os.open(transcript, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return turn
+    if not _regular(fd):  # a folder, a device, a pipe: nothing to read
+        os.close(fd)
+        return turn
     with os.fdopen(fd, "rb") as f:
-        if not _regular(f.fileno()):
-            return turn
         size = os.fstat(f.fileno()).st_size
         f.seek(max(0, size - MAX_TRANSCRIPT_TAIL))
         lines = f.read(MAX_TRANSCRIPT_TAIL).splitlines()
