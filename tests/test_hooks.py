@@ -288,7 +288,7 @@ def test_config_installs_hooks_beside_the_users_own(ctl_env, workspace):
     settings.write_text(json.dumps(theirs))
     out = ctl("config", "claude-code", env=ctl_env, cwd=workspace)
     assert out.returncode == 0, out.stderr
-    assert "--no-hooks" in out.stdout
+    assert "--no-hooks" in out.stdout and "recall at session start" in out.stdout
     written = json.loads(settings.read_text())
     assert written["permissions"] == theirs["permissions"]
     assert written["hooks"]["PreToolUse"] == theirs["hooks"]["PreToolUse"]
@@ -301,7 +301,7 @@ def test_config_installs_hooks_beside_the_users_own(ctl_env, workspace):
     assert list(settings.parent.glob("settings.json.memnest-backup-*"))
     # Again: nothing changes, nothing is duplicated.
     again = ctl("config", "claude-code", "--json", env=ctl_env, cwd=workspace)
-    assert json.loads(again.stdout)["hooks"]["changed"] is False
+    assert json.loads(again.stdout)["integration"][0]["changed"] is False
     assert json.loads(settings.read_text()) == written
     checked = ctl("config", "claude-code", "--check", env=ctl_env, cwd=workspace)
     assert checked.returncode == 0 and "ok    hook UserPromptSubmit" in checked.stdout
@@ -328,8 +328,8 @@ def test_no_hooks_and_print_hooks(ctl_env, workspace):
     assert "memnest-hook prompt" in json.loads(printed.stdout)["hooks"]["UserPromptSubmit"][0][
         "hooks"][0]["command"]
     assert not (workspace / ".claude").exists()
-    other = ctl("config", "cursor", "--print-hooks", env=ctl_env, cwd=workspace)
-    assert other.returncode == 1 and "no hooks for cursor" in other.stderr
+    other = ctl("config", "claude-desktop", "--print-hooks", env=ctl_env, cwd=workspace)
+    assert other.returncode == 1 and "nothing for claude-desktop" in other.stderr
 
 
 def test_a_settings_file_that_cannot_be_merged_is_left_alone(ctl_env, workspace):
@@ -414,3 +414,62 @@ def test_the_lean_call_fails_cleanly_on_a_hostile_peer(reply, tmp_path):
             call_tool(path, "memory_search", {"query": "x"}, "/w", "", "t", 1.0)
     finally:
         server.close()
+
+
+# -- Kiro, Cursor, VS Code -------------------------------------------------------------------
+
+def test_kiro_prompt_hook_reads_user_prompt_and_prints_text(hook_env, workspace, facts):
+    env = {**hook_env, "USER_PROMPT": "how is the billing service deployed to kubernetes?"}
+    # Kiro may leave stdin open: the hook must not wait for it.
+    proc = subprocess.Popen([str(HOOK), "prompt", "--client", "kiro", "--workspace",
+                             str(workspace)], env=env, cwd=str(workspace),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    stdout = proc.stdout.read()  # stdin stays open until the hook has answered
+    proc.stdin.close()
+    assert proc.wait(timeout=30) == 0
+    text = stdout.decode()
+    assert text.startswith("<memnest-recall>") and f"[#{facts['deploy']} " in text
+
+
+@pytest.mark.parametrize("client, files", [
+    ("kiro", [".kiro/hooks/memnest-recall.kiro.hook", ".kiro/steering/memnest.md"]),
+    ("cursor", [".cursor/rules/memnest.mdc"]),
+    ("vscode", [".github/instructions/memnest.instructions.md"]),
+])
+def test_config_writes_each_clients_guidance(client, files, ctl_env, workspace):
+    out = ctl("config", client, env=ctl_env, cwd=workspace)
+    assert out.returncode == 0, out.stderr
+    for rel in files:
+        text = (workspace / rel).read_text()
+        assert "memnest" in text
+        if rel.endswith(".kiro.hook"):
+            hook = json.loads(text)
+            assert hook["when"]["type"] == "promptSubmit"
+            assert "memnest-hook prompt --client kiro" in hook["then"]["command"]
+        else:
+            assert text.startswith("---\n") and "memory_search" in text
+    assert ctl("config", client, "--check", env=ctl_env, cwd=workspace).returncode == 0
+    # A file the user edited is reported, then backed up and rewritten.
+    (workspace / files[0]).write_text("mine\n")
+    assert ctl("config", client, "--check", env=ctl_env, cwd=workspace).returncode == 1
+    assert ctl("config", client, env=ctl_env, cwd=workspace).returncode == 0
+    backups = list((workspace / files[0]).parent.glob("*.memnest-backup-*"))
+    assert [b.read_text() for b in backups] == ["mine\n"]
+    # --no-hooks: only the MCP entry
+    other = workspace / "other"
+    other.mkdir()
+    assert ctl("config", client, "--no-hooks", env=ctl_env, cwd=other).returncode == 0
+    assert not any((other / rel).exists() for rel in files)
+
+
+def test_config_never_writes_through_a_planted_link(ctl_env, workspace, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "settings.json").write_text('{"secret": "value"}')
+    (workspace / ".claude").symlink_to(elsewhere)
+    out = ctl("config", "claude-code", env=ctl_env, cwd=workspace)
+    assert out.returncode == 1 and "symbolic link" in out.stderr
+    assert json.loads((elsewhere / "settings.json").read_text()) == {"secret": "value"}
+    assert list(elsewhere.iterdir()) == [elsewhere / "settings.json"]
+    assert not (workspace / ".mcp.json").exists()  # nothing of it was written

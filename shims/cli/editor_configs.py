@@ -170,6 +170,10 @@ class FilePlan:
         """Whether what this plan does not own reads back exactly as it was."""
         return True
 
+    def reads_back(self) -> bool:
+        written, _ = load(self.path)
+        return written == self.after and self.kept_others(written)
+
 
 @dataclass
 class Plan(FilePlan):
@@ -191,10 +195,27 @@ class Plan(FilePlan):
         return {k: v for k, v in written.get(key, {}).items() if k != self.name} == kept
 
 
+def refuse_links(workspace: Path, target: Path) -> None:
+    """A file memnest writes inside the project must not be reached through a link planted
+    there (it would write, or copy into a backup, a file elsewhere)."""
+    try:
+        rel = target.relative_to(workspace)
+    except ValueError:
+        return  # outside the project: a path the user chose
+    here = workspace
+    for part in rel.parts:
+        here = here / part
+        if here.is_symlink():
+            raise ConfigError(f"{here} is a symbolic link; memnest does not write through "
+                              "links inside a project. Remove it (or replace it with the file "
+                              "itself), then run this again. Nothing was changed.")
+
+
 def plan(client: str, workspace: Path, path: Path | None = None, name: str = "memnest",
          model: str | None = None) -> Plan:
     spec = CLIENTS[client]
     target = path or spec.path(workspace)
+    refuse_links(workspace, target)
     exists = target.exists()
     before, lenient = load(target) if exists else ({}, False)
     after = json.loads(json.dumps(before))  # a deep copy that keeps key order
@@ -245,9 +266,8 @@ def apply(p: FilePlan) -> Path | None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    # Read it back: valid JSON, our part, and everything else exactly as it was.
-    written, _ = load(p.path)
-    if written != p.after or not p.kept_others(written):
+    # Read it back: our part, and everything else exactly as it was.
+    if not p.reads_back():
         if backup is not None:
             shutil.copy2(backup, p.path)
         raise ConfigError(f"{p.path} did not read back as written; the previous file was "

@@ -64,8 +64,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("event", choices=list(EVENTS))
-    parser.add_argument("--client", default="claude-code", choices=["claude-code"],
-                        help="whose hook format to read and write (default: claude-code)")
+    parser.add_argument("--client", default="claude-code", choices=["claude-code", "kiro"],
+                        help="whose hook format to read and write (default: claude-code; "
+                             "kiro: the prompt in $USER_PROMPT, plain text out)")
     parser.add_argument("--workspace", metavar="DIR",
                         help="the project (default: $MEMORY_WORKSPACE, else the hook's cwd)")
     parser.add_argument("--budget-ms", type=int, default=None,
@@ -79,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     budget_s = _budget_ms(args) / 1000
     _watchdog(args.event, budget_s)
     try:
-        payload = _read_input()
+        payload = _kiro_input() if args.client == "kiro" else _read_input()
         workspace = _workspace(args, payload)
         text = _HANDLERS[args.event](payload, workspace, started + budget_s)
     except _Skip as skip:
@@ -90,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         log_line(args.event, f"{type(exc).__name__}: {exc}")
         return 0
     if text:
-        _emit(args.event, text)
+        _emit(args.event, text, args.client)
     return 0
 
 
@@ -124,6 +125,13 @@ def _read_input() -> dict:
     if not isinstance(payload, dict):
         raise _Skip("hook input is not a JSON object; ignored")
     return payload
+
+
+def _kiro_input() -> dict:
+    """Kiro's Prompt Submit hook passes the prompt in USER_PROMPT and may leave stdin open,
+    so stdin is not read. No session id either: the Kiro process running the hook stands in
+    for the session."""
+    return {"prompt": os.environ.get("USER_PROMPT", ""), "session_id": f"kiro:{os.getppid()}"}
 
 
 def _workspace(args: argparse.Namespace, payload: dict) -> str:
@@ -227,9 +235,14 @@ def _line(m: dict) -> str:
     return f"- [#{m['id']} {m.get('category', 'general')}, {day}] {content}"
 
 
-def _emit(event: str, text: str) -> None:
+def _emit(event: str, text: str, client: str) -> None:
     """Claude Code reads JSON on stdout: additionalContext for session start and prompts;
-    for Stop, `decision: block` with a reason makes the agent continue with that reason."""
+    for Stop, `decision: block` with a reason makes the agent continue with that reason.
+    Kiro adds a command's plain output to the context."""
+    if client == "kiro":
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+        return
     out: dict[str, object]
     if event == "stop":
         out = {"decision": "block", "reason": text}

@@ -212,48 +212,74 @@ def cmd_config(args) -> None:
     if not workspace.is_dir():
         raise Failure(f"{workspace} is not a directory: give the project with --workspace DIR")
     path = Path(args.file).expanduser().absolute() if args.file else None
-    hooks = args.client in agent_hooks.HOOK_CLIENTS and not args.no_hooks
+    with_extras = args.client in agent_hooks.HOOK_CLIENTS and not args.no_hooks
     try:
         if args.print_hooks:
-            if args.client not in agent_hooks.HOOK_CLIENTS:
-                raise Failure(f"memnest installs no hooks for {args.client} yet; its MCP entry "
-                              "is all there is (`memnest-ctl config "
-                              f"{args.client} --print`)")
-            print(agent_hooks.plan_hooks(workspace, args.model).text(), end="")
+            _print_integration(args.client, workspace, args.model)
             return
         if args.check:
             findings = editor_configs.check(args.client, workspace, path, args.name, args.model)
-            if hooks:
-                findings += agent_hooks.check_hooks(workspace, args.model)
-            if args.json:
-                _print_json([f.__dict__ for f in findings])
-            else:
-                for f in findings:
-                    print(f"{'ok  ' if f.ok else 'FAIL'}  {f.name}: {f.detail}"
-                          + (f" — fix: {f.fix}" if not f.ok and f.fix else ""))
-            if not all(f.ok for f in findings):
-                raise SystemExit(1)
+            if with_extras:
+                findings += agent_hooks.check_integration(args.client, workspace, args.model)
+            _print_findings(args, findings)
             return
         plan = editor_configs.plan(args.client, workspace, path, args.name, args.model)
         if args.print_only:
             print(plan.text(), end="")
             return
-        hooks_plan = agent_hooks.plan_hooks(workspace, args.model) if hooks else None
+        extras = agent_hooks.integration(args.client, workspace, args.model) \
+            if with_extras else []
         backup = editor_configs.apply(plan)
-        hooks_backup = editor_configs.apply(hooks_plan) if hooks_plan else None
+        backups = [editor_configs.apply(extra) for extra in extras]
     except editor_configs.ConfigError as exc:
         raise Failure(str(exc)) from None
     facts = {"client": args.client, "file": str(plan.path), "changed": plan.changed,
              "created": not plan.exists, "backup": str(backup) if backup else None,
              "entry": plan.entry, "other_servers": plan.others,
              "model_source": plan.model_source, "comments_dropped": plan.lenient and plan.changed,
-             "hooks": None if hooks_plan is None else {
-                 "file": str(hooks_plan.path), "changed": hooks_plan.changed,
-                 "backup": str(hooks_backup) if hooks_backup else None,
-                 "commands": hooks_plan.commands}}
+             "integration": [{"file": str(extra.path), "changed": extra.changed,
+                              "backup": str(b) if b else None,
+                              "does": agent_hooks.what_it_does(extra)}
+                             for extra, b in zip(extras, backups)]}
     if args.json:
         _print_json(facts)
         return
+    _print_entry(plan, backup)
+    for extra, extra_backup in zip(extras, backups):
+        state = ("updated" if extra.exists else "created") if extra.changed else "unchanged"
+        print(f"added    {state} {extra.path}: {agent_hooks.what_it_does(extra)}")
+        if extra_backup:
+            print(f"backup   {extra_backup}")
+    if extras:
+        print("         (--no-hooks leaves these out)")
+    print(f"next     {plan.client.reload_hint}")
+
+
+def _print_integration(client: str, workspace: Path, model: str | None) -> None:
+    from . import agent_hooks
+    plans = agent_hooks.integration(client, workspace, model) \
+        if client in agent_hooks.HOOK_CLIENTS else []
+    if not plans:
+        raise Failure(f"memnest adds nothing for {client} beyond its MCP entry "
+                      f"(`memnest-ctl config {client} --print`)")
+    for plan in plans:
+        if len(plans) > 1:
+            print(f"==> {plan.path} <==")
+        print(plan.text(), end="")
+
+
+def _print_findings(args, findings: list) -> None:
+    if args.json:
+        _print_json([f.__dict__ for f in findings])
+    else:
+        for f in findings:
+            print(f"{'ok  ' if f.ok else 'FAIL'}  {f.name}: {f.detail}"
+                  + (f" — fix: {f.fix}" if not f.ok and f.fix else ""))
+    if not all(f.ok for f in findings):
+        raise SystemExit(1)
+
+
+def _print_entry(plan, backup: Path | None) -> None:
     if not plan.changed:
         print(f"{plan.path} already has this memnest entry; nothing to change")
     else:
@@ -274,14 +300,6 @@ def cmd_config(args) -> None:
         print(f"model    default ({DEFAULT_MODEL}), from {plan.model_source}")
     else:
         print(f"model    from {plan.model_source}")
-    if hooks_plan is not None:
-        state = "updated" if hooks_plan.changed and hooks_plan.exists else \
-            "created" if hooks_plan.changed else "unchanged"
-        print(f"hooks    {state} {hooks_plan.path}: recall at session start and on every "
-              "prompt, a capture reminder after a working turn (--no-hooks to skip)")
-        if hooks_backup:
-            print(f"backup   {hooks_backup}")
-    print(f"next     {plan.client.reload_hint}")
 
 
 def cmd_logs(args) -> None:
@@ -517,9 +535,10 @@ def build_parser() -> argparse.ArgumentParser:
     config.add_argument("--model", help="embedding model for the entry (default: the running "
                         "daemon's, else $MEMORY_EMBEDDING_MODEL, else the default)")
     config.add_argument("--no-hooks", action="store_true",
-                        help="only the MCP entry: no recall/capture hooks (Claude Code)")
+                        help="only the MCP entry: no hooks, steering, rule or instructions "
+                             "file")
     mode.add_argument("--print-hooks", action="store_true",
-                      help="print the merged hook settings file instead of writing anything")
+                      help="print the hook/rule files config would write, writing nothing")
     config.set_defaults(run=cmd_config)
 
     from . import hook
