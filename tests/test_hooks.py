@@ -473,3 +473,21 @@ def test_config_never_writes_through_a_planted_link(ctl_env, workspace, tmp_path
     assert json.loads((elsewhere / "settings.json").read_text()) == {"secret": "value"}
     assert list(elsewhere.iterdir()) == [elsewhere / "settings.json"]
     assert not (workspace / ".mcp.json").exists()  # nothing of it was written
+
+
+def test_remove_hooks_takes_out_only_memnests(ctl_env, workspace):
+    settings = workspace / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    theirs = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send"}]}]}}
+    settings.write_text(json.dumps(theirs))
+    assert ctl("config", "claude-code", env=ctl_env, cwd=workspace).returncode == 0
+    out = ctl("config", "claude-code", "--remove-hooks", env=ctl_env, cwd=workspace)
+    assert out.returncode == 0 and "removed memnest's hooks" in out.stdout
+    assert json.loads(settings.read_text()) == theirs
+    assert (workspace / ".mcp.json").exists()
+    assert ctl("config", "kiro", env=ctl_env, cwd=workspace).returncode == 0
+    (workspace / ".kiro/steering/memnest.md").write_text("edited\n")
+    out = ctl("config", "kiro", "--remove-hooks", env=ctl_env, cwd=workspace)
+    assert not (workspace / ".kiro/hooks/memnest-recall.kiro.hook").exists()
+    assert (workspace / ".kiro/steering/memnest.md").read_text() == "edited\n"
+    assert "kept" in out.stdout

@@ -258,3 +258,39 @@ def what_it_does(plan: FilePlan) -> str:
     if plan.path.name.endswith(".kiro.hook"):
         return "recall on every prompt"
     return "tells the agent to search memory first and to store what it learns"
+
+
+def remove_integration(client: str, workspace: Path) -> list[str]:
+    """Take memnest's hooks out of Claude Code's settings and delete the files memnest owns
+    (one a user edited stays); what was done, one line each."""
+    from .editor_configs import apply
+    done = []
+    if client == "claude-code":
+        target = settings_path(workspace)
+        refuse_links(workspace, target)
+        if target.exists():
+            before, lenient = load(target)
+            after = json.loads(json.dumps(before))
+            hooks = after.get("hooks")
+            if isinstance(hooks, dict):
+                for event in list(hooks):
+                    if isinstance(hooks[event], list):
+                        hooks[event] = _without_ours(hooks[event])
+                        if not hooks[event]:
+                            del hooks[event]
+                if not hooks:
+                    del after["hooks"]
+            plan = HooksPlan(target, True, before, after, lenient, {})
+            if plan.changed:
+                backup = apply(plan)
+                done.append(f"removed memnest's hooks from {target} (backup {backup})")
+        return done
+    for f in guidance_files(client, workspace):
+        if not f.exists:
+            continue
+        if f.changed:
+            done.append(f"kept {f.path}: it was edited since memnest wrote it")
+            continue
+        f.path.unlink()
+        done.append(f"deleted {f.path}")
+    return done

@@ -217,6 +217,11 @@ def cmd_config(args) -> None:
         if args.print_hooks:
             _print_integration(args.client, workspace, args.model)
             return
+        if args.remove_hooks:
+            done = agent_hooks.remove_integration(args.client, workspace) \
+                if args.client in agent_hooks.HOOK_CLIENTS else []
+            print("\n".join(done) or "no memnest hooks or files to remove")
+            return
         if args.check:
             findings = editor_configs.check(args.client, workspace, path, args.name, args.model)
             if with_extras:
@@ -539,6 +544,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "file")
     mode.add_argument("--print-hooks", action="store_true",
                       help="print the hook/rule files config would write, writing nothing")
+    mode.add_argument("--remove-hooks", action="store_true",
+                      help="take memnest's hooks, steering, rule and instructions files out "
+                           "again (the MCP entry stays)")
     config.set_defaults(run=cmd_config)
 
     from . import hook
