@@ -45,18 +45,30 @@ class ListToolsResponse(_message.Message):
     def __init__(self, tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ...) -> None: ...
 
 class CallToolRequest(_message.Message):
-    __slots__ = ("tool", "workspace", "arguments_json", "db_path", "client")
+    __slots__ = ("tool", "workspace", "arguments_json", "db_path", "client", "origin")
     TOOL_FIELD_NUMBER: _ClassVar[int]
     WORKSPACE_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
     DB_PATH_FIELD_NUMBER: _ClassVar[int]
     CLIENT_FIELD_NUMBER: _ClassVar[int]
+    ORIGIN_FIELD_NUMBER: _ClassVar[int]
     tool: str
     workspace: str
     arguments_json: str
     db_path: str
     client: str
-    def __init__(self, tool: _Optional[str] = ..., workspace: _Optional[str] = ..., arguments_json: _Optional[str] = ..., db_path: _Optional[str] = ..., client: _Optional[str] = ...) -> None: ...
+    origin: Origin
+    def __init__(self, tool: _Optional[str] = ..., workspace: _Optional[str] = ..., arguments_json: _Optional[str] = ..., db_path: _Optional[str] = ..., client: _Optional[str] = ..., origin: _Optional[_Union[Origin, _Mapping]] = ...) -> None: ...
+
+class Origin(_message.Message):
+    __slots__ = ("via", "client", "session")
+    VIA_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    via: str
+    client: str
+    session: str
+    def __init__(self, via: _Optional[str] = ..., client: _Optional[str] = ..., session: _Optional[str] = ...) -> None: ...
 
 class ToolError(_message.Message):
     __slots__ = ("code", "message")

@@ -315,11 +315,13 @@ class DaemonClient:
             lambda stub: stub.ListTools(pb.ListToolsRequest(), timeout=30)).tools)
 
     def call_tool(self, tool: str, arguments: dict, workspace: str, db_path: str = "",
-                  on_progress=None) -> dict:
-        """Run a tool; returns its JSON result or raises ToolFailure with the daemon's error."""
+                  on_progress=None, origin: dict[str, str] | None = None) -> dict:
+        """Run a tool; returns its JSON result or raises ToolFailure with the daemon's error.
+        `origin` (via, client, session) is recorded with what the call stores."""
         request = pb.CallToolRequest(tool=tool, workspace=workspace, db_path=db_path,
                                      arguments_json=json.dumps(arguments),
-                                     client=f"{self.client_name} {VERSION} pid {os.getpid()}")
+                                     client=f"{self.client_name} {VERSION} pid {os.getpid()}",
+                                     origin=pb.Origin(**(origin or {})))
         if on_progress is None:
             response = self._with_restart(
                 lambda stub: stub.CallTool(request, timeout=CALL_DEADLINE_S))

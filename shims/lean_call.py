@@ -41,11 +41,14 @@ class LeanToolError(Exception):
 
 
 def call_tool(socket_path: Path, tool: str, arguments: dict, workspace: str, db_path: str,
-              client: str, timeout: float) -> dict:
+              client: str, timeout: float, origin: dict[str, str] | None = None) -> dict:
     deadline = time.monotonic() + timeout
+    origin = origin or {}
+    who = b"".join([_string(1, origin.get("via", "")), _string(2, origin.get("client", "")),
+                    _string(3, origin.get("session", ""))])
     request = b"".join([_string(1, tool), _string(2, workspace),
                         _string(3, json.dumps(arguments)), _string(4, db_path),
-                        _string(5, client)])
+                        _string(5, client), _bytes(6, who)])
     if len(request) > MAX_REQUEST:
         raise LeanCallFailed(f"a request of {len(request)} bytes is for the full client")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -165,7 +168,11 @@ def _varint(value: int) -> bytes:
 
 
 def _string(field: int, text: str) -> bytes:
-    raw = text.encode()
+    return _bytes(field, text.encode())
+
+
+def _bytes(field: int, raw: bytes) -> bytes:
+    """A length-delimited field (a string or an embedded message); empty ones are left out."""
     return _varint(field << 3 | 2) + _varint(len(raw)) + raw if raw else b""
 
 

@@ -224,7 +224,7 @@ def test_out_of_budget_exits_0_and_logs_a_line(hook_env, workspace, facts, daemo
     out = run_hook("prompt", prompt_payload("s", workspace, "billing deploys"),
                    {**hook_env, "MEMNEST_HOOK_BUDGET_MS": "1"}, workspace)
     assert out.returncode == 0 and out.stdout == b""
-    assert "out of time budget (1 ms)" in hooks_log(daemon)
+    assert "out of time budget" in hooks_log(daemon)
 
 
 def test_hostile_session_ids_and_transcripts_stay_harmless(hook_env, workspace, tmp_path,

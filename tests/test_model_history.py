@@ -33,6 +33,7 @@ from memnest_shims.client import ToolFailure
 SOAK = bool(os.environ.get("MEMNEST_SOAK"))
 EXAMPLES = int(os.environ.get("MEMNEST_MODEL_EXAMPLES", "40" if SOAK else "6"))
 STEPS = int(os.environ.get("MEMNEST_MODEL_STEPS", "60" if SOAK else "30"))
+ORIGIN = {"via": "cli", "client": "model-test", "session": "history"}  # what every call claims
 RESTART_EVERY = 12  # calls between restarts at least: each costs a daemon start (~2 s)
 STEPS_RUN = Counter()  # by rule, for the summary line (bench/RESULTS.md records the soak's)
 
@@ -124,7 +125,7 @@ class History(RuleBasedStateMachine):
         self.writes_since_dream += tool in WRITES
         if tool in WRITES or tool == "memory_dream":
             self.agrees = False  # until the check after it passes
-        return self.client.call_tool(tool, arguments, str(self.workspace))
+        return self.client.call_tool(tool, arguments, str(self.workspace), origin=ORIGIN)
 
     def refuse(self, tool: str, **arguments) -> str:
         with pytest.raises(ToolFailure) as failure:
@@ -155,7 +156,7 @@ class History(RuleBasedStateMachine):
             model[memory_id] = {"content": item["content"].strip(),
                                 "category": item.get("category", "general"),
                                 "tags": list(dict.fromkeys(item.get("tags", []))),
-                                "importance": item.get("importance", 3)}
+                                "importance": item.get("importance", 3), "via": "cli"}
             batch_new[memory_id] = True
             return
         target = model[memory_id]
@@ -298,7 +299,8 @@ class History(RuleBasedStateMachine):
                 memory_id = fresh.pop(row["content"])
                 self.model.memories[memory_id] = {
                     "content": row["content"], "category": row["category"],
-                    "tags": list(row["tags"]), "importance": row["importance"]}
+                    "tags": list(row["tags"]), "importance": row["importance"],
+                    "via": "import"}
             ids[row["key"]] = memory_id
         assert not fresh, f"the import stored what the file does not hold: {fresh}"
         for e in edges:
@@ -368,7 +370,7 @@ class History(RuleBasedStateMachine):
         assert served == expected, "memory_list differs from the model"
         rows, about, topics, links, verdicts = self.cypher(
             "MATCH (m:Memory) RETURN m.id, m.content, m.category, m.tags, m.importance, "
-            "m.content_hash, m.workspace",
+            "m.content_hash, m.workspace, m.origin_via, m.origin_client, m.origin_session",
             "MATCH (m:Memory)-[:ABOUT]->(t:Topic) RETURN m.id, t.name",
             "MATCH (t:Topic) RETURN t.name",
             "MATCH (a:Memory)-[r]->(b:Memory) RETURN label(r) AS kind, a.id, b.id",
@@ -377,6 +379,10 @@ class History(RuleBasedStateMachine):
                   for r in rows if r["m.content_hash"] == content_hash(r["m.content"])
                   and r["m.workspace"] == str(self.workspace)}
         assert stored == expected, "the database's Memory rows differ from the model"
+        # provenance: how each was first written, by the client the calls claim to be
+        assert {r["m.id"]: (r["m.origin_via"], r["m.origin_client"], r["m.origin_session"])
+                for r in rows} == {i: (m["via"], "model-test", "history")
+                                   for i, m in model.memories.items()}
         assert {(r["m.id"], r["t.name"]) for r in about} == \
             {(i, t) for i, m in model.memories.items() for t in m["tags"]}
         assert {r["t.name"] for r in topics} == \

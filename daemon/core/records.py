@@ -27,6 +27,32 @@ def normalise_tags(tags) -> list[str]:
     return list(seen)
 
 
+# How a write can come: what a client may say it is, and what only the daemon says.
+CLIENT_VIAS = ("agent", "cli", "hook")
+DAEMON_VIAS = ("import", "query")
+ORIGIN_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Who a write comes from (proto Origin), cleaned: bounded, printable, a known `via`."""
+    via: str = ""
+    client: str = ""
+    session: str = ""
+
+    @classmethod
+    def claimed(cls, via: str, client: str, session: str) -> "Origin":
+        """What a caller says about itself: it may name only a client's ways of writing."""
+        return cls(via if via in CLIENT_VIAS else "", _label(client), _label(session))
+
+    def became(self, via: str) -> "Origin":
+        return replace(self, via=via)
+
+
+def _label(text: str) -> str:
+    return "".join(c for c in text if c.isprintable()).strip()[:ORIGIN_CHARS]
+
+
 @dataclass(slots=True)  # no per-object dict: ~0.4 KB less per memory held in the catalog
 class Memory:
     id: int
@@ -41,12 +67,18 @@ class Memory:
     updated_at: datetime
     accessed_at: datetime | None = None
     embedding_model: str = ""
+    # provenance: how it was written (agent, cli, hook, import, query), by which client,
+    # in which of its sessions; "" when unknown (written before provenance was kept)
+    origin_via: str = ""
+    origin_client: str = ""
+    origin_session: str = ""
 
     def copy(self, **changes) -> "Memory":
         return replace(self, tags=list(self.tags), **changes)
 
     def view(self, preview_chars: int | None = None) -> dict:
-        """The JSON a caller sees. `preview_chars` truncates content (search and list results)."""
+        """The JSON a caller sees. `preview_chars` truncates content (search and list
+        results, which leave provenance to memory_get)."""
         content = self.content
         truncated = preview_chars is not None and len(content) > preview_chars
         if truncated:
@@ -64,6 +96,9 @@ class Memory:
         }
         if self.accessed_at is not None:
             out["accessed_at"] = iso(self.accessed_at)
+        if preview_chars is None and (self.origin_via or self.origin_client):  # full view
+            out["origin"] = {"via": self.origin_via, "client": self.origin_client,
+                             "session": self.origin_session}
         if truncated:
             out["truncated"] = True
             out["content_chars"] = len(self.content)

@@ -5,7 +5,7 @@ from datetime import datetime
 
 import numpy as np
 
-from ..core.records import Memory, content_hash, utcnow
+from ..core.records import Memory, Origin, content_hash, utcnow
 from ..store.changes import Changes
 from .conflicts import conflicts, workspace_ids
 from .screening import markers
@@ -55,7 +55,8 @@ class Outcome:
 
 
 def ingest(store, workspace: str, items: list[Item], vectors, settings,
-           merge_into: set[int] | None = None, flag_conflicts: bool = True) -> list[Outcome]:
+           merge_into: set[int] | None = None, flag_conflicts: bool = True,
+           origin: Origin = Origin()) -> list[Outcome]:
     """Add `items` (with their embeddings) to `store` in one transaction. Write lock held.
 
     `merge_into`, when given, limits semantic merging to those existing memories, and items of
@@ -72,7 +73,7 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
     pool = allowed if merge_into is None else \
         merge_into if allowed is None else merge_into & allowed
     existing = store.vectors.search_many(matrix, pool, 5, min_score=settings.dedup_threshold)
-    batch = _Batch(store, workspace)
+    batch = _Batch(store, workspace, origin)
     outcomes = [batch.place(index, item, vector, existing[index],
                             matrix if merge_into is None else None, settings)
                 for index, (item, vector) in enumerate(zip(items, vectors))]
@@ -92,8 +93,9 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
 class _Batch:
     """The memories one ingest call creates and changes, until they are committed together."""
 
-    def __init__(self, store, workspace: str):
+    def __init__(self, store, workspace: str, origin: Origin):
         self.store, self.workspace, self.now = store, workspace, utcnow()
+        self.origin = origin  # of the memories it creates (a merge keeps the older one's)
         self.new: dict[int, tuple[Memory, np.ndarray]] = {}
         # existing memories merged into: (as they are to be, a new embedding or None)
         self.changed: dict[int, tuple[Memory, np.ndarray | None]] = {}
@@ -166,7 +168,9 @@ class _Batch:
                    category=item.category, tags=list(item.tags), importance=item.importance,
                    access_count=item.access_count, workspace=self.workspace,
                    created_at=item.created_at or now, updated_at=item.updated_at or now,
-                   accessed_at=item.accessed_at, embedding_model=self.store.model)
+                   accessed_at=item.accessed_at, embedding_model=self.store.model,
+                   origin_via=self.origin.via, origin_client=self.origin.client,
+                   origin_session=self.origin.session)
         self.new[m.id] = (m, vector)
         self.holder[index] = m.id
         return m

@@ -54,12 +54,16 @@ class SearchFilter:
     category: str | None = None
     tags: list[str] = field(default_factory=list)  # any of these
     min_importance: int = 1
+    via: str | None = None  # provenance: how it was written
+    client: str | None = None  # provenance: by which client
 
     def admits(self, m: Memory) -> bool:
         return ((self.workspace is None or m.workspace == self.workspace)
                 and (self.category is None or m.category == self.category)
                 and (not self.tags or any(t in m.tags for t in self.tags))
-                and m.importance >= self.min_importance)
+                and m.importance >= self.min_importance
+                and (self.via is None or m.origin_via == self.via)
+                and (self.client is None or m.origin_client == self.client))
 
 
 class Ranked:
@@ -147,13 +151,14 @@ def scope_ids(store, flt: SearchFilter) -> frozenset[int] | None:
     """The ids the filter admits, or None when it admits every memory. (Only narrows what
     the channels look at: every candidate is checked against the filter again.)"""
     catalog = store.catalog
-    if not (flt.category or flt.tags or flt.min_importance > 1):
+    if not (flt.category or flt.tags or flt.min_importance > 1 or flt.via or flt.client):
         if flt.workspace is None:
             return None
         if store.per_workspace.get(flt.workspace, 0) == len(catalog):
             return None  # the common case: one workspace per database
     # Otherwise every memory is tested: keep the answer until a write (RESULTS.md, perf. 23).
-    key = (flt.workspace, flt.category, tuple(flt.tags), flt.min_importance)
+    key = (flt.workspace, flt.category, tuple(flt.tags), flt.min_importance, flt.via,
+           flt.client)
     version, known = store.scopes
     if version != store.version:
         known = {}

@@ -15,6 +15,7 @@ from memnest_proto import memnest_pb2_grpc as pb_grpc
 from memnest_proto.version import PROTOCOL_VERSION, VERSION
 
 from ..core.errors import ToolError
+from ..core.records import Origin
 from ..store.registry import check_workspace
 from ..tools import TOOLS, ToolContext
 from ..tools.registry import parse_arguments
@@ -114,7 +115,9 @@ class MemnestService(pb_grpc.MemnestServicer):
                               db_path=request.db_path, stores=self.runtime.stores,
                               embedder=self.runtime.embedder, settings=self.settings,
                               runtime=self.runtime.facts, progress=progress,
-                              still_wanted=still_wanted)
+                              still_wanted=still_wanted,
+                              origin=Origin.claimed(request.origin.via, request.origin.client,
+                                                    request.origin.session))
             result = tool.handler(ctx, arguments)
             return pb.CallToolResponse(result_json=json.dumps(result, ensure_ascii=False,
                                                               default=str))

@@ -4,31 +4,66 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.errors import invalid
-from ..core.records import Memory, content_hash, normalise_tags, utcnow
+from ..core.records import Memory, Origin, content_hash, normalise_tags, utcnow
 from ..cypher import run as query_run
 from ..storage.database import MEMORY_COLUMNS, Database
 from .store import MemoryStore
 
+NOTHING_LEFT = "everything in the content was inside <private>…</private>; nothing stored"
+# What a raw write's text goes through before it is indexed, as every tool's write: the
+# privacy rules (curation/privacy.py), handed down by the caller since they live above the
+# store. text -> (the text to keep, a note of what was taken out, None when nothing was)
+Cleaner = Callable[[str], tuple[str, str | None]]
 
-def reconcile(store: MemoryStore, embed_texts: Callable[[list[str]], Any],
-              workspace: str) -> dict:
+
+def reconcile(store: MemoryStore, embed_texts: Callable[[list[str]], Any], workspace: str,
+              clean: Cleaner, origin: Origin = Origin()) -> dict:
     """Give every Memory row a raw Cypher write left what the daemon's indexes need.
 
     New rows (and rows whose content changed) get a content hash and an embedding from the
     daemon's model; missing category, importance, access count, workspace (the caller's) and
     timestamps get the defaults memory_store would give; tags are normalised and linked to
     Topic nodes. Memories that disappeared lose their verdicts and orphaned topics. The
-    caller rebuilds the store from the database afterwards (MemoryStore.reload)."""
+    caller rebuilds the store from the database afterwards (MemoryStore.reload).
+
+    The text of new and changed rows goes through the installed cleaner first, and the
+    cleaned content is written back in the same transaction (`privacy` in the result says
+    what was taken out, by memory id); a tag holding private text or a secret is dropped. A
+    row whose content was all private is not kept: a new one is deleted, a changed one keeps
+    the content it had; then, once the rest is written, the call fails saying so. New rows
+    that name no origin get the caller's, as written by a query."""
     with store.db.transaction() as db:
-        return _reconciled(store, db, embed_texts, workspace)
+        out = _reconciled(store, db, embed_texts, workspace, clean, origin.became("query"))
+    if out["withheld"]:
+        ids = ", ".join(str(i) for i in out["withheld"])
+        raise invalid(f"Memory {ids}: {NOTHING_LEFT} (a new memory was removed, a changed one "
+                      "kept its content; the query's other writes stand)")
+    return out
 
 
-def _reconciled(store: MemoryStore, db: Database, embed_texts, workspace: str) -> dict:
+def _cleaned(clean: Cleaner, content: str, tags: list[str]) -> tuple[str, list[str], list[str]]:
+    """Content and tags as the cleaner leaves them, and its notes."""
+    text, note = clean(content)
+    notes = [note] if note else []
+    if note:
+        text = text.strip()
+    kept = [t for t in tags if not clean(t)[1]]
+    dropped = len(tags) - len(kept)
+    if dropped:
+        notes.append(f"{dropped} tag{'s' if dropped > 1 else ''} with private text or a "
+                     "secret left out")
+    return (text if note else content), kept, notes
+
+
+def _reconciled(store: MemoryStore, db: Database, embed_texts, workspace: str,
+                clean: Cleaner, origin: Origin) -> dict:
     cols = ", ".join(f"m.{c}" for c in MEMORY_COLUMNS)
     rows = db.rows(f"MATCH (m:Memory) RETURN {cols}, m.embedding IS NULL")
     now = utcnow()
     pending: list[tuple[Memory, bool, list[str]]] = []
     present: set[int] = set()
+    privacy: dict[int, str] = {}  # memory id -> what the cleaner took out of it
+    withheld: list[int] = []  # rows whose content was all private
     next_id = int(db.meta("next_id") or 1)
     for row in rows:
         values = dict(zip(MEMORY_COLUMNS, row[:-1]))
@@ -52,14 +87,33 @@ def _reconciled(store: MemoryStore, db: Database, embed_texts, workspace: str) -
                                     max(0, int(values["access_count"] or 0)))
         fixed["workspace"] = values["workspace"] or workspace
         fixed["tags"] = normalise_tags(values["tags"])
+        cleaned = False
+        if old is None or content != old.content or fixed["tags"] != old.tags:
+            text, tags, notes = _cleaned(clean, content, fixed["tags"])
+            if not text:
+                withheld.append(memory_id)
+                if old is None:  # never a memory: gone again, with its topic links
+                    db.delete([memory_id], normalise_tags(values["tags"]))
+                    continue
+                text = old.content
+            if notes:
+                privacy[memory_id] = "; ".join(notes)
+            cleaned = text != content
+            content, fixed["content"], fixed["tags"] = text, text, tags
         fixed["created_at"] = values["created_at"] or now
+        if old is None:  # written by this query, whatever the row claims
+            fixed["origin_via"] = origin.via
+            fixed["origin_client"] = values["origin_client"] or origin.client
+            fixed["origin_session"] = values["origin_session"] or origin.session
+        for key in ("origin_via", "origin_client", "origin_session"):
+            fixed[key] = fixed[key] or ""
         digest = content_hash(content)
         content_changed = values["content_hash"] != digest
         fixed["content_hash"] = digest
         if values["updated_at"] is None or (old is not None and content_changed
                                             and values["updated_at"] == old.updated_at):
             fixed["updated_at"] = now if old is not None else fixed["created_at"]
-        embed = no_vector or content_changed or (
+        embed = no_vector or content_changed or cleaned or (
             old is None and values["embedding_model"] != store.model)
         if embed:
             fixed["embedding_model"] = store.model
@@ -77,4 +131,5 @@ def _reconciled(store: MemoryStore, db: Database, embed_texts, workspace: str) -
     if present and max(present) + 1 > next_id:
         db.set_meta("next_id", str(max(present) + 1))
     return {"indexed": sorted(m.id for m, _, _ in pending), "removed": sorted(gone),
-            "embedded": sum(1 for _, embed, _ in pending if embed)}
+            "embedded": sum(1 for _, embed, _ in pending if embed),
+            "privacy": privacy, "withheld": withheld}

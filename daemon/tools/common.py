@@ -1,13 +1,24 @@
 """Argument schemas and checks shared by the tools."""
+from collections.abc import Callable
 from typing import Any
 
 from memnest_proto.contract import CATEGORIES
 
 from ..core.errors import invalid
-from ..core.records import Memory
+from ..core.records import Memory, normalise_tags
+from ..curation import privacy
 from .registry import ToolContext
 
 MAX_IDS = 500
+# Provenance filters of memory_search and memory_list.
+ORIGIN_FILTERS: dict[str, Any] = {
+    "via": {"type": "string", "enum": ["agent", "cli", "hook", "import", "query"],
+            "description": "Only memories written this way: an agent's tool call, "
+                           "memnest-ctl, a hook, memory_import, a raw memory_query."},
+    "client": {"type": "string", "minLength": 1, "maxLength": 200,
+               "description": "Only memories written by this client (as memory_get shows "
+                              "it under origin.client, e.g. claude-code)."},
+}
 MAX_QUERY_CHARS = 4000
 
 ID: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": 2**62}
@@ -44,15 +55,86 @@ def one_or_many(args: dict, single: str, many: str) -> tuple[list, bool]:
     return list(args[many]), True
 
 
-def clean_content(ctx: ToolContext, content: str, where: str) -> str:
+class LeftOut:
+    """What curation/privacy.py took out of one call's texts, for the call's result: a note per
+    item, keyed as errors name items ("items.3", "updates.0", "memories.12")."""
+
+    MAX_SHOWN = 20
+
+    def __init__(self) -> None:
+        self.notes: dict[str, list[str]] = {}
+
+    def add(self, where: str, note: str | None) -> None:
+        if note:
+            self.notes.setdefault(where, []).append(note)
+
+    def report(self, single: bool) -> dict[str, Any]:
+        """`privacy` for a result: the note alone for a one-item call, else the notes by item
+        (the first MAX_SHOWN; `privacy_more` counts the rest). Empty when nothing was left
+        out, so results without private text or secrets look as they always did."""
+        if not self.notes:
+            return {}
+        notes = {where: "; ".join(parts) for where, parts in self.notes.items()}
+        if single:
+            return {"privacy": "; ".join(notes.values())}
+        shown = dict(list(notes.items())[:self.MAX_SHOWN])
+        out: dict[str, Any] = {"privacy": shown}
+        if len(notes) > len(shown):
+            out["privacy_more"] = len(notes) - len(shown)
+        return out
+
+
+def clean_content(ctx: ToolContext, content: str, where: str,
+                  left_out: LeftOut | None = None) -> str:
+    """The text to store: stripped, within MEMORY_MAX_STORE_CHARS, with private sections left
+    out and secrets redacted (curation/privacy.py; what was taken out goes to `left_out`).
+    Its content hash is taken from this text, so the same text stored twice is one memory."""
+    return private_free(content, where, ctx.settings.max_store_chars, left_out, invalid)
+
+
+def private_free(content: str, where: str, limit: int, left_out: LeftOut | None,
+                 error: Callable[[str], Exception]) -> str:
+    """clean_content without a call: `error` makes the exception a bad text raises."""
     text = content.strip()
     if not text:
-        raise invalid(f"{where}: content is empty or only whitespace")
-    limit = ctx.settings.max_store_chars
+        raise error(f"{where}: content is empty or only whitespace")
     if len(text) > limit:
-        raise invalid(f"{where}: content is {len(text)} characters, over the limit of {limit} "
-                      "(MEMORY_MAX_STORE_CHARS); split it into several memories")
+        raise error(f"{where}: content is {len(text)} characters, over the limit of {limit} "
+                    "(MEMORY_MAX_STORE_CHARS); split it into several memories")
+    cleaned = privacy.clean(text)
+    if not cleaned.changed:
+        return text
+    text = cleaned.text.strip()
+    if not text:
+        raise error(f"{where}: {privacy.NOTHING_LEFT}")
+    if len(text) > limit:
+        raise error(f"{where}: with its secrets redacted the content is {len(text)} "
+                    f"characters, over the limit of {limit} (MEMORY_MAX_STORE_CHARS); split "
+                    "it into several memories")
+    if left_out is not None:
+        left_out.add(where, cleaned.note())
     return text
+
+
+def clean_tags(tags, where: str, left_out: LeftOut | None = None) -> list[str]:
+    """normalise_tags, less the tags that hold private text or a secret (a Topic named by a
+    redacted secret would only link unrelated memories)."""
+    kept, dropped = [], 0
+    for tag in tags or ():
+        if isinstance(tag, str) and privacy.clean(tag).changed:
+            dropped += 1
+        else:
+            kept.append(tag)
+    if dropped and left_out is not None:
+        left_out.add(where, f"{dropped} tag{'s' if dropped > 1 else ''} with private text or a "
+                            "secret left out")
+    return normalise_tags(kept)
+
+
+def clean_raw(text: str) -> tuple[str, str | None]:
+    """The privacy rules for a raw memory_query write (store/reconcile.py's Cleaner)."""
+    cleaned = privacy.clean(text)
+    return cleaned.text, cleaned.note()
 
 
 def preview_chars(ctx: ToolContext, args: dict) -> int:

@@ -19,9 +19,12 @@ from .common import (
     ITEM,
     MAX_IDS,
     MAX_QUERY_CHARS,
+    ORIGIN_FILTERS,
     PREVIEW,
     TAGS,
+    LeftOut,
     clean_content,
+    clean_tags,
     embed_with_progress,
     one_or_many,
     preview_chars,
@@ -35,7 +38,8 @@ from .registry import ToolContext, tool
       "Remember something for later sessions. Give `content` (with optional category, tags, "
       "importance) for one memory, or `items` (a list of such objects) for a batch. Storing "
       "text identical to an existing memory does not duplicate it: the existing memory's "
-      "importance is raised and its id returned (status `duplicate`).",
+      "importance is raised and its id returned (status `duplicate`). Text inside "
+      "<private>…</private> is never stored and secrets are redacted.",
       {"type": "object",
        "properties": {**ITEM["properties"],
                       "items": {"type": "array", "items": ITEM, "minItems": 1,
@@ -51,18 +55,21 @@ def memory_store(ctx: ToolContext, args: dict) -> dict:
         raise invalid(f"items has {len(entries)} entries, over the limit of "
                       f"{ctx.settings.max_batch} (MEMORY_MAX_BATCH); send several batches")
     items = []
+    left_out = LeftOut()  # private text and secrets, never stored (curation/privacy.py)
     for n, item in enumerate(entries):
         where = f"items.{n}" if batch else "content"
-        items.append(Item(clean_content(ctx, item["content"], where),
-                          item.get("category", "general"), normalise_tags(item.get("tags")),
+        items.append(Item(clean_content(ctx, item["content"], where, left_out),
+                          item.get("category", "general"),
+                          clean_tags(item.get("tags"), where, left_out),
                           item.get("importance", 3)))
     vectors = embed_with_progress(ctx, [i.content for i in items])  # slow: outside the lock
     store = ctx.store
     with store.writing():
         ctx.check_still_wanted()
-        outcomes = ingest(store, ctx.workspace, items, vectors, ctx.settings)
+        outcomes = ingest(store, ctx.workspace, items, vectors, ctx.settings,
+                          origin=ctx.origin)
     if not batch:
-        return outcomes[0].view()
+        return {**outcomes[0].view(), **left_out.report(single=True)}
     results = [o.view(brief_conflicts=True) for o in outcomes]
     count = {status: sum(r["status"] == status for r in results)
              for status in ("stored", "duplicate", "merged")}
@@ -70,7 +77,7 @@ def memory_store(ctx: ToolContext, args: dict) -> dict:
            "merged": count["merged"]}
     if any("conflicts" in r for r in results):
         out["conflicts_hint"] = BRIEF_CONFLICTS_HINT
-    return out
+    return {**out, **left_out.report(single=False)}
 
 
 # -- memory_search ---------------------------------------------------------------------------
@@ -91,6 +98,7 @@ def memory_store(ctx: ToolContext, args: dict) -> dict:
            "min_importance": IMPORTANCE,
            "global_search": {"type": "boolean",
                              "description": "Search every workspace in this database."},
+           **ORIGIN_FILTERS,
            "preview_chars": PREVIEW,
            "explain": {"type": "boolean",
                        "description": "Show each ranking channel's contribution."},
@@ -113,7 +121,8 @@ def memory_search(ctx: ToolContext, args: dict) -> dict:
         ranked = rank(store, query, query_vector, SearchFilter(
             workspace=None if everywhere else ctx.workspace, category=args.get("category"),
             tags=normalise_tags(args.get("tags")),
-            min_importance=args.get("min_importance", 1)),
+            min_importance=args.get("min_importance", 1), via=args.get("via"),
+            client=args.get("client")),
             pool=max(ctx.settings.search_candidates, offset + top_k),
             mode=args.get("fusion", ctx.settings.fusion), rrf_k=ctx.settings.rrf_k)
         ranked = demote_superseded(store.graph, boost(ranked, store.signal, graph_weight))
@@ -211,6 +220,7 @@ _ORDERS = {
            "category": CATEGORY,
            "topic": {"type": "string", "minLength": 1, "maxLength": 100},
            "min_importance": IMPORTANCE,
+           **ORIGIN_FILTERS,
            "limit": {"type": "integer", "minimum": 1, "maximum": 500},
            "offset": {"type": "integer", "minimum": 0, "maximum": 2**62},
            "preview_chars": PREVIEW,
@@ -226,7 +236,9 @@ def memory_list(ctx: ToolContext, args: dict) -> dict:
         rows = [m for m in store.in_scope(ctx.workspace)
                 if ("category" not in args or m.category == args["category"])
                 and (topic is None or topic in m.tags)
-                and m.importance >= args.get("min_importance", 1)]
+                and m.importance >= args.get("min_importance", 1)
+                and args.get("via", m.origin_via) == m.origin_via
+                and args.get("client", m.origin_client) == m.origin_client]
     rows.sort(key=_ORDERS[args.get("order_by", "recent")], reverse=True)
     page = rows[offset:offset + limit]
     preview = preview_chars(ctx, args)
@@ -263,13 +275,16 @@ def memory_update(ctx: ToolContext, args: dict) -> dict:
         changes, batch = [args], False
     else:
         raise invalid("give `id` with the fields to change, or `updates`")
+    left_out = LeftOut()  # private text and secrets, never stored (curation/privacy.py)
     for n, change in enumerate(changes):
         where = f"updates.{n}" if batch else "arguments"
         if len(change) == 1:
             raise invalid(f"{where}: nothing to change; give content, category, tags or "
                           "importance")
         if "content" in change:
-            change["content"] = clean_content(ctx, change["content"], where)
+            change["content"] = clean_content(ctx, change["content"], where, left_out)
+        if "tags" in change:
+            change["tags"] = clean_tags(change["tags"], where, left_out)
     texts = [c["content"] for c in changes if "content" in c]
     vectors = iter(ctx.embedder.embed(texts)) if texts else iter(())
     new_vectors = [next(vectors) if "content" in c else None for c in changes]
@@ -304,9 +319,11 @@ def memory_update(ctx: ToolContext, args: dict) -> dict:
             store.commit(Changes(updated=list(staged.values())))
             updated = [m for m, _ in staged.values()]
     if not batch:
-        return {**results[0], "memory": updated[0].view(preview_chars(ctx, {}))}
+        return {**results[0], "memory": updated[0].view(preview_chars(ctx, {})),
+                **left_out.report(single=True)}
     return {"results": results, "updated": sum(r["status"] == "updated" for r in results),
-            "not_found": sum(r["status"] == "not_found" for r in results)}
+            "not_found": sum(r["status"] == "not_found" for r in results),
+            **left_out.report(single=False)}
 
 
 # -- memory_delete ---------------------------------------------------------------------------

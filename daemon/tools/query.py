@@ -18,6 +18,7 @@ from ..cypher import guard
 from ..cypher import run as query_run
 from ..cypher.worker import QueryWorker
 from ..store.reconcile import reconcile
+from .common import clean_raw
 from .registry import ToolContext, tool
 
 log = logging.getLogger(__name__)
@@ -175,7 +176,7 @@ def _write(ctx, query, params, max_rows, full_vectors, verdict) -> dict:
     with store.writing(), store.rebuilt_afterwards():
         reply = _run(ctx, store, _job(ctx, store, query, params, max_rows, full_vectors,
                                       verdict))
-        repaired = reconcile(store, ctx.embedder.embed, ctx.workspace)
+        repaired = reconcile(store, ctx.embedder.embed, ctx.workspace, clean_raw, ctx.origin)
         after = {name: query_run.count_rows(store.db, name, kind)
                  for name, kind in query_run.tables(store.db)}
     before = reply["counts"]["before"]
@@ -184,6 +185,8 @@ def _write(ctx, query, params, max_rows, full_vectors, verdict) -> dict:
                       for name in sorted(set(before) | set(after))
                       if (after.get(name) or 0) != (before.get(name) or 0)}
     out["memories_indexed"] = repaired["indexed"]
+    if repaired["privacy"]:
+        out["privacy"] = {str(k): v for k, v in repaired["privacy"].items()}
     if repaired["removed"]:
         out["memories_removed"] = repaired["removed"]
     return out

@@ -14,6 +14,7 @@ from jsonschema import validators
 
 from ..core.config import Settings
 from ..core.errors import ToolError, invalid
+from ..core.records import Origin
 from ..store.registry import StoreRegistry
 from ..store.store import MemoryStore
 
@@ -37,6 +38,7 @@ class ToolContext:
     runtime: Callable[[], dict]  # the daemon's runtime facts, for memory_stats
     progress: Callable[[float, float, str], None] = lambda done, total, message: None
     still_wanted: Callable[[], bool] = lambda: True  # False once the caller has gone
+    origin: Origin = Origin()  # who asks: the provenance of what this call stores
     _store: MemoryStore | None = None
 
     @property

@@ -18,12 +18,13 @@ from memnest_proto.contract import CATEGORIES
 from memnest_proto.version import VERSION
 
 from ..core.errors import invalid
-from ..core.records import content_hash, normalise_tags, utcnow
+from ..core.records import content_hash, utcnow
 from ..curation.ingest import Item, ingest, merge_candidate
 from ..storage.database import RELATION_TYPES
 from ..storage.safe_files import read_file, write_file
 from ..store.changes import Changes
 from ..store.graph import pair
+from .common import LeftOut, clean_tags, private_free
 from .registry import StrictValidator, ToolContext, tool
 
 FORMAT = "memnest-export"
@@ -153,9 +154,10 @@ _VALIDATOR = StrictValidator(_FILE_SCHEMA)
 
 class _Parsed:
     def __init__(self, items: list[Item], keys: list[str], edges: list, verdicts: list,
-                 model: str | None):
+                 model: str | None, left_out: LeftOut | None = None):
         self.items, self.keys, self.edges, self.verdicts, self.model = \
             items, keys, edges, verdicts, model
+        self.left_out = left_out or LeftOut()  # private text and secrets not imported
 
 
 def _reject_duplicate_keys(pairs):
@@ -241,6 +243,7 @@ def _parse(data: bytes, settings) -> _Parsed:
     items: list[Item] = []
     keys: list[str] = []
     index: dict[str, int] = {}
+    left_out = LeftOut()
     for n, row in enumerate(doc["memories"]):
         where = f"memories.{n}"
         key = row["key"]
@@ -259,9 +262,12 @@ def _parse(data: bytes, settings) -> _Parsed:
         if len(content) > settings.max_store_chars:
             raise bad(f"{where}.content: {len(content)} characters, over the limit of "
                       f"{settings.max_store_chars} (MEMORY_MAX_STORE_CHARS)")
+        # As memory_store would store it: private sections left out, secrets redacted.
+        content = private_free(content, where, settings.max_store_chars, left_out, bad)
         items.append(Item(
             content=content, category=row.get("category", "general"),
-            tags=normalise_tags(row.get("tags")), importance=row.get("importance", 3),
+            tags=clean_tags(row.get("tags"), where, left_out),
+            importance=row.get("importance", 3),
             created_at=_parse_time(row.get("created_at"), f"{where}.created_at"),
             updated_at=_parse_time(row.get("updated_at"), f"{where}.updated_at"),
             access_count=row.get("access_count", 0),
@@ -291,7 +297,7 @@ def _parse(data: bytes, settings) -> _Parsed:
             if expected != found[name]:
                 raise bad(f"counts.{name} says {expected} but the file holds {found[name]}; "
                           "it was cut short or edited")
-    return _Parsed(items, keys, edges, verdicts, doc.get("embedding_model"))
+    return _Parsed(items, keys, edges, verdicts, doc.get("embedding_model"), left_out)
 
 
 # -- memory_import ---------------------------------------------------------------------------
@@ -323,6 +329,7 @@ def memory_import(ctx: ToolContext, args: dict) -> dict:
     if parsed.model and parsed.model != store.model:
         result["note"] = (f"the file was embedded with {parsed.model}; its text was embedded "
                           f"again with {store.model}")
+    result.update(parsed.left_out.report(single=False))
     return result
 
 
@@ -391,7 +398,7 @@ def _import_chunk(ctx: ToolContext, items: list[Item], chunk: range,
         return
     outcomes = ingest(store, workspace, [items[n] for n in pending],
                       [vectors[n] for n in pending], settings, merge_into=before,
-                      flag_conflicts=False)
+                      flag_conflicts=False, origin=ctx.origin.became("import"))
     for n, outcome in zip(pending, outcomes):
         out.target[n] = outcome.memory.id
         out.counts[outcome.status] += 1

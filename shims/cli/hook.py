@@ -26,6 +26,7 @@ import os
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -82,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         payload = _kiro_input() if args.client == "kiro" else _read_input()
         workspace = _workspace(args, payload)
-        text = _HANDLERS[args.event](payload, workspace, started + budget_s)
+        text = _HANDLERS[args.event](Event(payload, workspace, started + budget_s,
+                                           args.client))
     except _Skip as skip:
         if str(skip):
             log_line(args.event, str(skip))
@@ -151,14 +153,30 @@ def _text(payload: dict, key: str) -> str:
 
 # -- what each event injects ---------------------------------------------------------------
 
-def _session_start(payload: dict, workspace: str, deadline: float) -> str:
-    session = SessionState.load(_text(payload, "session_id"))
+@dataclass
+class Event:
+    payload: dict  # the editor's hook JSON
+    workspace: str
+    deadline: float  # time.monotonic() by which the hook must be done
+    client: str  # claude-code, kiro
+
+    @property
+    def session(self) -> str:
+        return _text(self.payload, "session_id")
+
+    def daemon(self) -> "_Daemon":
+        return _Daemon(self.client, self.session[:200])
+
+
+def _session_start(event: Event) -> str:
+    payload, workspace = event.payload, event.workspace
+    session = SessionState.load(event.session)
     if _text(payload, "source") in ("clear", "compact"):
         session.shown.clear()  # the context no longer holds what was shown
-    client = _daemon()
-    important = _call(client, "memory_list", workspace, deadline,
+    client = event.daemon()
+    important = _call(client, "memory_list", workspace, event.deadline,
                       {"order_by": "importance", "limit": 8, "preview_chars": PREVIEW_CHARS})
-    recent = _call(client, "memory_list", workspace, deadline,
+    recent = _call(client, "memory_list", workspace, event.deadline,
                    {"order_by": "recent", "limit": 8, "preview_chars": PREVIEW_CHARS})
     memories = important["memories"] + recent["memories"]
     if not memories:
@@ -185,13 +203,13 @@ def _session_start(payload: dict, workspace: str, deadline: float) -> str:
             + "\n".join(lines) + "\n</memnest-digest>")
 
 
-def _prompt(payload: dict, workspace: str, deadline: float) -> str:
-    prompt = _text(payload, "prompt").strip()
+def _prompt(event: Event) -> str:
+    prompt = _text(event.payload, "prompt").strip()
     if len(prompt) < 3:
         raise _Skip("")
-    session = SessionState.load(_text(payload, "session_id"))
+    session = SessionState.load(event.session)
     session.prompts += 1
-    found = _call(_daemon(), "memory_search", workspace, deadline,
+    found = _call(event.daemon(), "memory_search", event.workspace, event.deadline,
                   {"query": prompt[:MAX_PROMPT_CHARS], "top_k": RECALL_LIMIT,
                    "preview_chars": PREVIEW_CHARS})
     floor = _float_env("MEMNEST_RECALL_FLOOR", RECALL_FLOOR)
@@ -208,10 +226,11 @@ def _prompt(payload: dict, workspace: str, deadline: float) -> str:
             + "\n".join(_line(r) for r in picked) + "\n</memnest-recall>")
 
 
-def _stop(payload: dict, workspace: str, deadline: float) -> str:
+def _stop(event: Event) -> str:
+    payload = event.payload
     if payload.get("stop_hook_active"):
         raise _Skip("")  # already continuing because of a stop hook: never loop
-    session = SessionState.load(_text(payload, "session_id"))
+    session = SessionState.load(event.session)
     if session.asked_at_prompt == session.prompts and session.prompts:
         raise _Skip("")  # asked once for this turn already
     turn = last_turn(_text(payload, "transcript_path"))
@@ -259,8 +278,9 @@ class _Daemon:
     time to load; the full client when that cannot answer (no daemon yet, an error status),
     which also starts the daemon."""
 
-    def __init__(self) -> None:
+    def __init__(self, client: str, session: str) -> None:
         self._full: DaemonClient | None = None
+        self.origin = {"via": "hook", "client": client, "session": session}
 
     def call(self, tool: str, workspace: str, deadline: float, arguments: dict) -> dict:
         from memnest_proto import paths
@@ -270,7 +290,8 @@ class _Daemon:
         if self._full is None:
             try:
                 return call_tool(paths.socket_path(), tool, arguments, workspace, db_path,
-                                 "memnest-hook", max(0.01, deadline - time.monotonic()))
+                                 "memnest-hook", max(0.01, deadline - time.monotonic()),
+                                 self.origin)
             except LeanToolError as exc:
                 raise _Skip(f"{tool}: {exc.message}") from None
             except LeanCallFailed as exc:
@@ -283,13 +304,10 @@ class _Daemon:
         if self._full is None:
             self._full = DaemonClient(client_name="memnest-hook")
         try:
-            return self._full.call_tool(tool, arguments, workspace, db_path)
+            return self._full.call_tool(tool, arguments, workspace, db_path,
+                                        origin=self.origin)
         except ToolFailure as exc:
             raise _Skip(f"{tool}: {exc.message}") from None
-
-
-def _daemon() -> _Daemon:
-    return _Daemon()
 
 
 def _call(client: _Daemon, tool: str, workspace: str, deadline: float, arguments: dict) -> dict:

@@ -39,9 +39,13 @@ def _client(autostart: bool = True) -> DaemonClient:
     return DaemonClient(client_name="memnest-ctl", autostart=autostart)
 
 
+CLI_ORIGIN = {"via": "cli", "client": "memnest-ctl"}
+
+
 def _call(client: DaemonClient, args, tool: str, arguments: dict) -> dict:
     try:
-        return client.call_tool(tool, arguments, _workspace(args), ws.db_path_override())
+        return client.call_tool(tool, arguments, _workspace(args), ws.db_path_override(),
+                                origin=CLI_ORIGIN)
     except ToolFailure as exc:
         raise Failure(f"{tool}: {exc.message}") from None
 
@@ -357,7 +361,8 @@ def _long_call(args, tool: str, arguments: dict) -> list[tuple[str, dict]]:
         progress = Progress(f"{tool.removeprefix('memory_')} {workspace}")
         try:
             reports.append((workspace, client.call_tool(
-                tool, arguments, workspace, ws.db_path_override(), on_progress=progress)))
+                tool, arguments, workspace, ws.db_path_override(), on_progress=progress,
+                origin=CLI_ORIGIN)))
         except ToolFailure as exc:
             raise Failure(f"{tool} on {workspace}: {exc.message}") from None
         finally:

@@ -8,6 +8,7 @@ import io
 import json
 import logging
 import sys
+import uuid
 import warnings
 from typing import Any
 
@@ -34,6 +35,9 @@ class Shim:
         self.workspace: str | None = ws.from_env()
         self.db_path = ws.db_path_override()
         self.format = response_format()
+        # stdio has no session id: one per shim process, which lives as long as the editor's
+        # connection to it
+        self.session_id = uuid.uuid4().hex[:16]
 
     async def resolve_workspace(self, ctx) -> str:
         if self.workspace is None:
@@ -98,9 +102,10 @@ class Shim:
                                       token, done, total or None, message or None)
 
         try:
+            origin = {"via": "agent", "client": _client_name(ctx), "session": self.session_id}
             result = await anyio.to_thread.run_sync(
                 lambda: self.warmup.client().call_tool(params.name, arguments, workspace,
-                                                       self.db_path, on_progress))
+                                                       self.db_path, on_progress, origin))
         except ToolFailure as exc:
             return _error(f"{exc.code}: {exc.message}")
         except OutcomeUnknown as exc:
@@ -121,6 +126,13 @@ class Shim:
             self.workspace = session["workspace"]
             self.db_path = session.get("db_path", "")
             log.info("workspace pinned to %s", self.workspace)
+
+
+def _client_name(ctx) -> str:
+    """The editor, as it named itself when it connected (clientInfo)."""
+    params = getattr(ctx.session, "client_params", None)
+    info = getattr(params, "client_info", None)
+    return str(getattr(info, "name", "") or "")
 
 
 def _error(message: str) -> types.CallToolResult:
