@@ -1,14 +1,17 @@
-"""Where the daemon's socket, logs and caches live. Shared by the daemon and every client."""
+"""Where the daemon's socket, logs and caches live. Shared by the daemon and every client.
+
+platformdirs is imported only when a default location is needed: a hook process that is told
+its socket and log (MEMNEST_SOCKET, MEMNEST_LOG_FILE) starts without it.
+"""
 import os
 import warnings
 from pathlib import Path
-
-import platformdirs
 
 APP = "memnest"
 
 
 def runtime_dir() -> Path:
+    import platformdirs
     with warnings.catch_warnings():  # no XDG_RUNTIME_DIR: platformdirs falls back, noisily
         warnings.simplefilter("ignore")
         return Path(platformdirs.user_runtime_dir(APP))
@@ -20,6 +23,7 @@ def socket_path() -> Path:
 
 
 def log_dir() -> Path:
+    import platformdirs
     return Path(platformdirs.user_log_dir(APP))
 
 
@@ -29,6 +33,7 @@ def log_file() -> Path:
 
 
 def cache_dir() -> Path:
+    import platformdirs
     return Path(platformdirs.user_cache_dir(APP))
 
 

@@ -491,3 +491,20 @@ def test_remove_hooks_takes_out_only_memnests(ctl_env, workspace):
     assert not (workspace / ".kiro/hooks/memnest-recall.kiro.hook").exists()
     assert (workspace / ".kiro/steering/memnest.md").read_text() == "edited\n"
     assert "kept" in out.stdout
+
+
+def test_the_hook_command_line(hook_env, workspace):
+    from memnest_shims.cli.hook import _plain_arguments
+    args = _plain_arguments(["prompt", "--client", "kiro", "--workspace", "/w",
+                             "--budget-ms", "250"])
+    assert (args.event, args.client, args.workspace, args.budget_ms) == \
+        ("prompt", "kiro", "/w", 250)
+    for odd in (["prompt", "--client"], ["prompt", "--client", "vim"], ["--help"],
+                ["prompt", "--budget-ms", "-1"], [], ["nope"]):
+        assert _plain_arguments(odd) is None, odd
+    helped = subprocess.run([str(HOOK), "--help"], capture_output=True, text=True, timeout=30)
+    assert helped.returncode == 0 and "session-start" in helped.stdout
+    wrong = subprocess.run([str(HOOK), "prompt", "--client", "vim"], capture_output=True,
+                           text=True, timeout=30, input="")
+    # Exit 2 would block the user's prompt in Claude Code: a bad command line exits 0 too.
+    assert wrong.returncode == 0 and "invalid choice" in wrong.stderr and wrong.stdout == ""

@@ -26,7 +26,6 @@ import os
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,6 +33,7 @@ if TYPE_CHECKING:
     from ..client import DaemonClient
 
 EVENTS = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "stop": "Stop"}
+CLIENTS = ("claude-code", "kiro")
 DEFAULT_BUDGET_MS = {"session-start": 3000, "prompt": 800, "stop": 500}
 MAX_INPUT_BYTES = 1 << 20  # the hook JSON; a prompt is far smaller
 MAX_TRANSCRIPT_TAIL = 4 << 20  # of the transcript, only the end is read (the last turn)
@@ -56,16 +56,46 @@ class _Skip(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="memnest-hook", description=(
-        "Run one agent hook event against memnestd (reads the editor's hook JSON on stdin). "
-        "Always exits 0; failures go to the hook log."))
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    argv = sys.argv[1:] if argv is None else argv
+    args = _plain_arguments(argv)
+    if args is None:  # --help, a mistake: argparse explains
+        parser = argparse.ArgumentParser(prog="memnest-hook", description=(
+            "Run one agent hook event against memnestd (reads the editor's hook JSON on "
+            "stdin). Always exits 0; failures go to the hook log."))
+        add_arguments(parser)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as done:  # exit 2 would block the prompt in Claude Code
+            if done.code:
+                log_line("arguments", f"memnest-hook {' '.join(argv)}: not understood")
+            return 0
+    return run(args)
+
+
+def _plain_arguments(argv: list[str]) -> argparse.Namespace | None:
+    """The command lines `config` writes, read without building a parser (which costs a hook
+    several milliseconds); None for anything else."""
+    if not argv or argv[0] not in EVENTS:
+        return None
+    values = {"--client": "claude-code", "--workspace": None, "--budget-ms": None}
+    rest = argv[1:]
+    if len(rest) % 2:
+        return None
+    for flag, value in zip(rest[::2], rest[1::2]):
+        if flag not in values:
+            return None
+        values[flag] = value
+    budget = values["--budget-ms"]
+    if values["--client"] not in CLIENTS or (budget is not None and not budget.isdigit()):
+        return None
+    return argparse.Namespace(event=argv[0], client=values["--client"],
+                              workspace=values["--workspace"],
+                              budget_ms=None if budget is None else int(budget))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("event", choices=list(EVENTS))
-    parser.add_argument("--client", default="claude-code", choices=["claude-code", "kiro"],
+    parser.add_argument("--client", default="claude-code", choices=list(CLIENTS),
                         help="whose hook format to read and write (default: claude-code; "
                              "kiro: the prompt in $USER_PROMPT, plain text out)")
     parser.add_argument("--workspace", metavar="DIR",
@@ -153,12 +183,14 @@ def _text(payload: dict, key: str) -> str:
 
 # -- what each event injects ---------------------------------------------------------------
 
-@dataclass
 class Event:
-    payload: dict  # the editor's hook JSON
-    workspace: str
-    deadline: float  # time.monotonic() by which the hook must be done
-    client: str  # claude-code, kiro
+    """One hook run. (A plain class: the dataclasses module costs a hook ~10 ms to load.)"""
+
+    def __init__(self, payload: dict, workspace: str, deadline: float, client: str):
+        self.payload = payload  # the editor's hook JSON
+        self.workspace = workspace
+        self.deadline = deadline  # time.monotonic() by which the hook must be done
+        self.client = client  # claude-code, kiro
 
     @property
     def session(self) -> str:
