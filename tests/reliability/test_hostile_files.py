@@ -98,7 +98,9 @@ def test_another_user_cannot_read_the_memories(call, tmp_path):
     database = workspace / ".memnest" / "memory.lbug"
     reader = subprocess.run(
         ["head", "-c", "16", str(database)],
-        preexec_fn=lambda: (os.setgid(NOBODY), os.setuid(NOBODY)),
+        # user/group, not preexec_fn: Python code between fork and exec can crash a process
+        # that runs threads (seen as a segfault in the child)
+        user=NOBODY, group=NOBODY, extra_groups=[],
         capture_output=True, text=True)
     assert reader.returncode != 0 and "Permission denied" in reader.stderr
 
