@@ -107,11 +107,23 @@ def line_tokens(result: dict) -> float:
 
 def search(daemon: PrivateDaemon, workspace: Path, question: str, id_to_dia: dict,
            gold: set[str]) -> list[list]:
-    """The hook's call; per result [score, is_gold, tokens], best first."""
+    """The hook's call; per result [score, is_gold, tokens], best first. With --direct the
+    score the floor is compared with leaves out the `context` channel (the lift a memory
+    gets from the memories stored next to it), as the hook does."""
     found = daemon.call("memory_search", {"query": question, "top_k": TOP_K,
-                                          "preview_chars": PREVIEW_CHARS}, workspace)
-    return [[r["score"], bool(gold & set(id_to_dia.get(r["id"], []))), line_tokens(r)]
+                                          "preview_chars": PREVIEW_CHARS,
+                                          "explain": DIRECT}, workspace)
+    return [[_score(r), bool(gold & set(id_to_dia.get(r["id"], []))), line_tokens(r)]
             for r in found["results"]]
+
+
+DIRECT = False  # set by --direct
+
+
+def _score(result: dict) -> float:
+    if not DIRECT:
+        return result["score"]
+    return result["score"] - result.get("explain", {}).get("context", 0.0)
 
 
 def collect(n_conversations: int | None) -> dict:
@@ -306,12 +318,16 @@ def main() -> int:
     parser.add_argument("--conversations", type=int, default=None, metavar="N",
                         help="use the first N conversations (default: all)")
     parser.add_argument("--quick", action="store_true", help="the first 2 conversations")
+    parser.add_argument("--direct", action="store_true",
+                        help="compare the floor with the score less its context channel")
     parser.add_argument("--floors", default="",
                         help="comma-separated floors instead of the automatic grid")
     parser.add_argument("--save", type=Path, help="write the collected results here (JSON)")
     parser.add_argument("--load", type=Path,
                         help="analyse results saved with --save instead of running the daemon")
     args = parser.parse_args()
+    global DIRECT
+    DIRECT = args.direct
 
     started = time.perf_counter()
     if args.load:

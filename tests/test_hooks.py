@@ -8,6 +8,7 @@ under hookSpecificOutput; `decision: block` with a `reason` for Stop)."""
 import json
 import os
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -532,3 +533,21 @@ def test_the_digest_names_unsettled_conflicts_and_leaves_out_hostile_text(hook_e
                                                        "what is on the release checklist?"),
                               hook_env, workspace), "UserPromptSubmit")
     assert f"[#{long_id} " not in again
+
+
+def test_with_no_daemon_the_first_hook_gives_up_in_budget_and_the_next_is_warm(
+        fresh_daemon, workspace):
+    env = dict(fresh_daemon.env)
+    env.pop("MEMNEST_HOOK_BUDGET_MS", None)  # the defaults, under a second each
+    started = time.monotonic()
+    out = run_hook("session-start", {"session_id": "s", "source": "startup"}, env, workspace)
+    assert out.returncode == 0 and out.stdout == b""
+    assert time.monotonic() - started < 3.0  # 900 ms, and Python's start and exit
+    fresh_daemon.wait_ready(timeout=60)  # it went on starting without the hook
+    fresh_daemon.client().call_tool("memory_store", {
+        "content": "Billing deploys use blue-green releases on the Kubernetes cluster"},
+        str(workspace))
+    warm = injected(run_hook("prompt", prompt_payload(
+        "s", workspace, "how do billing deploys work on the kubernetes cluster?"), env,
+        workspace), "UserPromptSubmit")
+    assert "blue-green" in warm, (fresh_daemon.log.parent / "hooks.log").read_text()

@@ -34,13 +34,17 @@ if TYPE_CHECKING:
 
 EVENTS = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "stop": "Stop"}
 CLIENTS = ("claude-code", "kiro")
-DEFAULT_BUDGET_MS = {"session-start": 3000, "prompt": 800, "stop": 500}
+# Under a second each: with no daemon running, the hook that starts it gives up at its
+# budget and the daemon goes on starting for the next event.
+DEFAULT_BUDGET_MS = {"session-start": 900, "prompt": 800, "stop": 500}
 MAX_INPUT_BYTES = 1 << 20  # the hook JSON; a prompt is far smaller
 MAX_TRANSCRIPT_TAIL = 4 << 20  # of the transcript, only the end is read (the last turn)
 MAX_PROMPT_CHARS = 2000  # of the prompt, what the search sees (the tool's own limit is larger)
-# Recall: a result is shown only at or above this score of the default ranking, chosen on
-# LOCOMO (bench/RESULTS.md, "Recall hook"); MEMNEST_RECALL_FLOOR overrides it.
-RECALL_FLOOR = 1.18
+# Recall: a result is shown only when its score less the context channel (the lift from the
+# memories stored next to it, which a lone memory never gets) reaches this floor, chosen on
+# LOCOMO (bench/recall_floor.py --direct; bench/RESULTS.md, "Recall hook"). MEMNEST_RECALL_FLOOR
+# overrides it.
+RECALL_FLOOR = 0.91
 RECALL_LIMIT = 5
 PREVIEW_CHARS = 300
 DIGEST_CHARS = 2400  # about 600 tokens
@@ -103,7 +107,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the project (default: $MEMORY_WORKSPACE, else the hook's cwd)")
     parser.add_argument("--budget-ms", type=int, default=None,
                         help="give up after this long, injecting nothing (default: "
-                             "$MEMNEST_HOOK_BUDGET_MS, else 3000 at session start, 800 for a "
+                             "$MEMNEST_HOOK_BUDGET_MS, else 900 at session start, 800 for a "
                              "prompt, 500 at the end of a turn)")
 
 
@@ -264,10 +268,10 @@ def _prompt(event: Event) -> str:
     session.prompts += 1
     found = _call(event.daemon(), "memory_search", event.workspace, event.deadline,
                   {"query": prompt[:MAX_PROMPT_CHARS], "top_k": RECALL_LIMIT,
-                   "preview_chars": PREVIEW_CHARS})
+                   "preview_chars": PREVIEW_CHARS, "explain": True})
     floor = _float_env("MEMNEST_RECALL_FLOOR", RECALL_FLOOR)
     picked = [r for r in found["results"]
-              if r.get("score", 0) >= floor and not r.get("untrusted_content")
+              if _direct_score(r) >= floor and not r.get("untrusted_content")
               and not r.get("superseded") and not session.was_shown(r)]
     for r in picked:
         session.mark_shown(r)
@@ -299,6 +303,12 @@ def _stop(event: Event) -> str:
 
 
 _HANDLERS = {"session-start": _session_start, "prompt": _prompt, "stop": _stop}
+
+
+def _direct_score(result: dict) -> float:
+    explain = result.get("explain")
+    lift = explain.get("context", 0) if isinstance(explain, dict) else 0
+    return float(result.get("score", 0)) - float(lift)
 
 
 def _line(m: dict) -> str:
