@@ -130,3 +130,19 @@ class Settings:
             max_open_databases=max(1, _int("MEMNEST_MAX_OPEN_DATABASES", 16)),
             query_memory_mb=max(64, _int("MEMNEST_QUERY_MEMORY_MB", 1024)),
         )
+
+
+# Settings of the single-process reference server that memnestd has no use for, with why.
+IGNORED_SETTINGS = {
+    "MEMORY_EMBED_TIMEOUT_S": "memnestd loads the model once, when it starts, and waits for "
+                              "it; clients wait for the daemon (MEMNEST_START_TIMEOUT_S)",
+}
+
+
+def embedding_dim_refusal(dim: int) -> str | None:
+    """MEMORY_EMBEDDING_DIM, when set, must be the model's dimension (the model decides it)."""
+    raw = os.environ.get("MEMORY_EMBEDDING_DIM", "").strip()
+    if not raw or raw == str(dim):
+        return None
+    return (f"MEMORY_EMBEDDING_DIM={raw!r}, but the model gives {dim} dimensions; unset it "
+            "(the dimension comes from MEMORY_EMBEDDING_MODEL) or choose a model of that size")

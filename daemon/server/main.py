@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from memnest_proto import paths
 from memnest_proto.version import VERSION
 
-from ..core.config import Settings
+from ..core.config import IGNORED_SETTINGS, Settings, embedding_dim_refusal
 
 if TYPE_CHECKING:
     from .listener import DaemonServer
@@ -188,6 +188,14 @@ def _run(args: argparse.Namespace, settings: Settings, listener, sock: Path,
         log.error("%s", exc)
         print(f"memnestd: {exc}", file=sys.stderr)
         return 1
+    refusal = embedding_dim_refusal(embedder.dim)
+    if refusal:
+        log.error("%s", refusal)
+        print(f"memnestd: {refusal}", file=sys.stderr)
+        return 1
+    for name, why in IGNORED_SETTINGS.items():
+        if os.environ.get(name, "").strip():
+            log.warning("%s is ignored: %s", name, why)
     stores = StoreRegistry(embedder.name, embedder.dim, settings.buffer_pool_mb,
                            settings.max_db_gb, settings.db_threads, embedder.embed,
                            settings.max_open_databases)

@@ -21,7 +21,10 @@ ORIGIN_FILTERS: dict[str, Any] = {
 }
 MAX_QUERY_CHARS = 4000
 
-ID: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": 2**62}
+# The largest integer a JavaScript client holds exactly (Number.MAX_SAFE_INTEGER): every
+# integer a tool takes stays at or below it, so a client never rounds an id.
+MAX_SAFE_INT = 2**53 - 1
+ID: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": MAX_SAFE_INT}
 IDS: dict[str, Any] = {"type": "array", "items": ID, "minItems": 1, "maxItems": MAX_IDS}
 TAGS: dict[str, Any] = {"type": "array", "maxItems": 50,
         "items": {"type": "string", "minLength": 1, "maxLength": 100}}

@@ -6,7 +6,7 @@ from ..core.errors import invalid, not_found
 from ..storage.database import RELATION_TYPES
 from ..store.changes import Changes
 from ..store.graph import pair
-from .common import ID, IDS, visible
+from .common import ID, IDS, MAX_SAFE_INT, visible
 from .registry import ToolContext, tool
 
 MAX_RELATIONS = 500
@@ -166,7 +166,7 @@ def memory_keep_separate(ctx: ToolContext, args: dict) -> dict:
       "Every topic (tag) in this workspace with how many memories carry it, most used first.",
       {"type": "object",
        "properties": {"limit": {"type": "integer", "minimum": 1, "maximum": 10000},
-                      "min_count": {"type": "integer", "minimum": 1}},
+                      "min_count": {"type": "integer", "minimum": 1, "maximum": MAX_SAFE_INT}},
        "additionalProperties": False},
       read_only=True, idempotent=True)
 def memory_topics(ctx: ToolContext, args: dict) -> dict:

@@ -24,7 +24,7 @@ from ..storage.database import RELATION_TYPES
 from ..storage.safe_files import read_file, write_file
 from ..store.changes import Changes
 from ..store.graph import pair
-from .common import LeftOut, clean_tags, private_free
+from .common import MAX_SAFE_INT, LeftOut, clean_tags, private_free
 from .registry import StrictValidator, ToolContext, tool
 
 FORMAT = "memnest-export"
@@ -125,7 +125,8 @@ _FILE_SCHEMA = {
                     "tags": {"type": "array", "maxItems": 50,
                              "items": {"type": "string", "minLength": 1, "maxLength": 100}},
                     "importance": {"type": "integer", "minimum": 1, "maximum": 5},
-                    "access_count": {"type": "integer", "minimum": 0, "maximum": 2**62},
+                    "access_count": {"type": "integer", "minimum": 0,
+                                     "maximum": MAX_SAFE_INT},
                     "created_at": _STAMP, "updated_at": _STAMP, "accessed_at": _STAMP,
                     "embedding_model": {"type": "string", "maxLength": 200},
                     "workspace": {"type": "string", "maxLength": 4096},
