@@ -1,9 +1,14 @@
-"""Rough edges a new user hit (issue 20): ids a JavaScript client can hold exactly, and
-reference-server settings that memnestd does not use are refused or named, not ignored."""
-import pytest
+"""Rough edges a new user hit (issue 20): ids a JavaScript client can hold exactly;
+reference-server settings that memnestd does not use are refused or named, not ignored; a
+client started in a project's subfolder works in the project."""
+import subprocess
 
+import anyio
+import pytest
+from conftest import BIN, result_json
 from memnest_daemon.tools import TOOLS
 from memnest_shims.client import ToolFailure
+from memnest_shims.workspace import enclosing_project
 
 MAX_SAFE_INT = 2**53 - 1  # Number.MAX_SAFE_INTEGER
 
@@ -50,3 +55,51 @@ def test_the_models_own_dimension_is_accepted_and_the_timeout_is_named(fresh_dae
     client.close()
     assert "MEMORY_EMBED_TIMEOUT_S is ignored" in fresh_daemon.log.read_text()
 
+
+
+def _ctl(*args, cwd, env):
+    return subprocess.run([str(BIN / "memnest-ctl"), *args], cwd=str(cwd), env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def repo(tmp_path):
+    root = (tmp_path / "repo").resolve()
+    (root / ".git").mkdir(parents=True)
+    (root / "src" / "pkg").mkdir(parents=True)
+    (root / "docs").mkdir()
+    return root
+
+
+def test_the_cli_in_a_subfolder_uses_the_project(daemon, repo):
+    env = {k: v for k, v in daemon.env.items() if k != "MEMORY_WORKSPACE"}
+    stored = _ctl("store", "The ingest worker retries three times", cwd=repo / "src" / "pkg",
+                  env=env)
+    assert stored.returncode == 0, stored.stderr
+    assert f"workspace {repo}" in stored.stderr
+    found = _ctl("search", "ingest worker retries", cwd=repo / "docs", env=env)
+    assert "The ingest worker retries three times" in found.stdout
+    assert (repo / ".memnest").is_dir()
+    assert not (repo / "src" / "pkg" / ".memnest").exists()
+    # an explicit workspace still wins
+    pinned = _ctl("search", "ingest worker retries", cwd=repo / "docs",
+                  env={**env, "MEMORY_WORKSPACE": str(repo / "docs")})
+    assert "The ingest worker" not in pinned.stdout
+
+
+def test_the_shim_in_a_subfolder_uses_the_project(daemon, repo):
+    async def body():
+        async with daemon.mcp(repo / "src") as s:
+            stats = result_json(await s.call_tool("memory_stats", {}))
+            assert stats["workspace"] == str(repo), stats
+    anyio.run(body)
+
+
+def test_a_project_with_memnest_but_no_repository_is_found(tmp_path):
+    project = tmp_path / "notes"
+    (project / ".memnest").mkdir(parents=True)
+    (project / "a" / "b").mkdir(parents=True)
+    assert enclosing_project(project / "a" / "b") == project.resolve()
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    assert enclosing_project(lone) == lone.resolve()

@@ -173,9 +173,12 @@ def _kiro_input() -> dict:
 
 def _workspace(args: argparse.Namespace, payload: dict) -> str:
     chosen = args.workspace or os.environ.get("MEMORY_WORKSPACE", "").strip() \
-        or os.environ.get("CLAUDE_PROJECT_DIR", "").strip() or _text(payload, "cwd") \
-        or os.getcwd()
-    path = Path(chosen).expanduser().resolve()
+        or os.environ.get("CLAUDE_PROJECT_DIR", "").strip()
+    if chosen:
+        path = Path(chosen).expanduser().resolve()
+    else:  # where the editor runs: its project, as memnest-mcp finds it
+        from ..workspace import enclosing_project
+        path = enclosing_project(Path(_text(payload, "cwd") or os.getcwd()).expanduser())
     if not path.is_dir():
         raise _Skip(f"workspace {path} is not a directory")
     return str(path)

@@ -32,7 +32,20 @@ def _mib(n: int) -> str:
 def _workspace(args) -> str:
     if args.workspace:
         return str(Path(args.workspace).expanduser().resolve())
-    return ws.from_env() or ws.from_cwd()
+    chosen = ws.from_env() or ws.from_cwd()
+    if chosen != str(Path.cwd().resolve()) and not getattr(args, "json", False):
+        _say_once(f"workspace {chosen}")
+    return chosen
+
+
+_said: set[str] = set()
+
+
+def _say_once(line: str) -> None:
+    """A note on stderr (stdout stays the command's output), once per run."""
+    if line not in _said:
+        _said.add(line)
+        print(f"memnest-ctl: {line}", file=sys.stderr)
 
 
 def _client(autostart: bool = True) -> DaemonClient:
