@@ -103,3 +103,20 @@ def test_a_project_with_memnest_but_no_repository_is_found(tmp_path):
     lone = tmp_path / "lone"
     lone.mkdir()
     assert enclosing_project(lone) == lone.resolve()
+
+
+def test_dreams_review_hints_have_cli_counterparts(daemon, workspace, call):
+    env = {k: v for k, v in daemon.env.items() if k != "MEMORY_WORKSPACE"}
+    a = call("memory_store", content="The cache TTL for sessions is 30 minutes")["id"]
+    b = call("memory_store", content="The cache TTL for sessions is 45 minutes")["id"]
+    out = _ctl("relate", str(b), str(a), "--type", "supersedes", cwd=workspace, env=env)
+    assert out.returncode == 0, out.stderr
+    assert call("memory_get", id=a)["superseded_by"] == [b]
+    out = _ctl("unrelate", str(b), str(a), cwd=workspace, env=env)
+    assert out.returncode == 0 and "removed 1 link" in out.stdout, out.stdout
+    assert call("memory_get", id=a)["superseded_by"] == []
+    out = _ctl("keep-separate", str(a), str(b), cwd=workspace, env=env)
+    assert out.returncode == 0, out.stderr
+    assert call("memory_get", id=a)["kept_separate_from"]
+    bad = _ctl("relate", str(a), str(b), "--type", "owns", cwd=workspace, env=env)
+    assert bad.returncode == 1 and "relationship" in bad.stderr and "Traceback" not in bad.stderr

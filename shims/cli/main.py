@@ -162,6 +162,40 @@ def cmd_store(args) -> None:
         print(f"{result['status']}: memory {result['id']} (importance {result['importance']})")
 
 
+def cmd_relate(args) -> None:
+    arguments = {"from_id": args.from_id, "to_id": args.to_id}
+    if args.type:
+        arguments["relationship"] = args.type.upper()
+    result = _call(_client(), args, "memory_relate", arguments)
+    if args.json:
+        _print_json(result)
+        return
+    print(f"{result.get('status', 'done')}: {result.get('from_id', args.from_id)} "
+          f"-{result.get('relationship', args.type)}-> {result.get('to_id', args.to_id)}")
+
+
+def cmd_unrelate(args) -> None:
+    arguments = {"from_id": args.from_id, "to_id": args.to_id,
+                 "both_directions": args.both_directions}
+    if args.type:
+        arguments["relationship"] = args.type.upper()
+    result = _call(_client(), args, "memory_unrelate", arguments)
+    if args.json:
+        _print_json(result)
+        return
+    removed = result.get("removed") or []
+    print(f"removed {len(removed)} link(s)" + "".join(
+        f"\n  {r.get('from_id')} -{r.get('type')}-> {r.get('to_id')}" for r in removed
+        if isinstance(r, dict)))
+
+
+def cmd_keep_separate(args) -> None:
+    result = _call(_client(), args, "memory_keep_separate", {"memory_ids": args.ids})
+    _print_json(result) if args.json else print(
+        f"recorded: memories {', '.join(map(str, args.ids))} both hold; they are no longer "
+        "flagged or merged")
+
+
 def cmd_search(args) -> None:
     arguments = {"query": args.query, "top_k": args.top_k}
     if args.global_search:
@@ -519,6 +553,25 @@ def build_parser() -> argparse.ArgumentParser:
     store.add_argument("--tag", action="append", help="a tag (repeatable)")
     store.add_argument("--importance", type=int, default=3, choices=range(1, 6))
     store.set_defaults(run=cmd_store)
+    relate = sub.add_parser("relate", parents=[scoped],
+                            help="link two memories (what dream's review hints ask for)")
+    relate.add_argument("from_id", type=int)
+    relate.add_argument("to_id", type=int)
+    relate.add_argument("--type", help="related_to (default), supersedes (from replaces to) or "
+                                       "explains (from explains to)")
+    relate.set_defaults(run=cmd_relate)
+    unrelate = sub.add_parser("unrelate", parents=[scoped],
+                              help="remove the links from one memory to another")
+    unrelate.add_argument("from_id", type=int)
+    unrelate.add_argument("to_id", type=int)
+    unrelate.add_argument("--type", help="only links of this type")
+    unrelate.add_argument("--both-directions", action="store_true",
+                          help="also the links from to_id to from_id")
+    unrelate.set_defaults(run=cmd_unrelate)
+    separate = sub.add_parser("keep-separate", parents=[scoped],
+                              help="record that memories which look alike all hold")
+    separate.add_argument("ids", type=int, nargs="+", metavar="ID")
+    separate.set_defaults(run=cmd_keep_separate)
     search = sub.add_parser("search", parents=[scoped], help="find memories")
     search.add_argument("query")
     search.add_argument("--top-k", type=int, default=10)
