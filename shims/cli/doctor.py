@@ -44,7 +44,11 @@ def run_checks() -> list[Finding]:
     else:
         error = ""
     found.append(_socket_file(sock, status is not None))
-    if status is None:
+    if status is None and not sock.exists():
+        # The normal state after an idle exit: healthy, it starts on the next call.
+        found.append(Finding(True, "daemon", "not running; the first call from an editor or "
+                             "memnest-ctl starts it"))
+    elif status is None:
         found.append(Finding(False, "daemon", f"nothing answers on {sock}"
                              + (f" ({error})" if error else ""),
                              "`memnest-ctl start` (editors also start it on their first call; "
@@ -81,8 +85,8 @@ def _socket_folder(sock: Path) -> Finding:
 
 def _socket_file(sock: Path, answering: bool) -> Finding:
     if not sock.exists():
-        return Finding(False, "socket", f"{sock} does not exist: memnestd is not running",
-                       "`memnest-ctl start`, or nothing: the first editor call starts it")
+        return Finding(True, "socket", f"{sock} does not exist yet: it appears when memnestd "
+                       "starts")
     info = sock.stat()
     if not stat.S_ISSOCK(info.st_mode):
         return Finding(False, "socket", f"{sock} is not a socket", f"remove {sock}")
