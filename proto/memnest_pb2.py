@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bmemnest_proto/memnest.proto\x12\nmemnest.v1\"\x12\n\x10ListToolsRequest\"\x84\x01\n\x0fToolAnnotations\x12\r\n\x05title\x18\x01 \x01(\t\x12\x16\n\x0eread_only_hint\x18\x02 \x01(\x08\x12\x18\n\x10\x64\x65structive_hint\x18\x03 \x01(\x08\x12\x17\n\x0fidempotent_hint\x18\x04 \x01(\x08\x12\x17\n\x0fopen_world_hint\x18\x05 \x01(\x08\"\x96\x01\n\x0eToolDefinition\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x19\n\x11input_schema_json\x18\x03 \x01(\t\x12\x30\n\x0b\x61nnotations\x18\x04 \x01(\x0b\x32\x1b.memnest.v1.ToolAnnotations\x12\x14\n\x0clong_running\x18\x05 \x01(\x08\">\n\x11ListToolsResponse\x12)\n\x05tools\x18\x01 \x03(\x0b\x32\x1a.memnest.v1.ToolDefinition\"\x8f\x01\n\x0f\x43\x61llToolRequest\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12\x11\n\tworkspace\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\t\x12\x0f\n\x07\x64\x62_path\x18\x04 \x01(\t\x12\x0e\n\x06\x63lient\x18\x05 \x01(\t\x12\"\n\x06origin\x18\x06 \x01(\x0b\x32\x12.memnest.v1.Origin\"6\n\x06Origin\x12\x0b\n\x03via\x18\x01 \x01(\t\x12\x0e\n\x06\x63lient\x18\x02 \x01(\t\x12\x0f\n\x07session\x18\x03 \x01(\t\"*\n\tToolError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"\\\n\x10\x43\x61llToolResponse\x12\x15\n\x0bresult_json\x18\x01 \x01(\tH\x00\x12&\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x15.memnest.v1.ToolErrorH\x00\x42\t\n\x07outcome\"<\n\x08Progress\x12\x10\n\x08progress\x18\x01 \x01(\x01\x12\r\n\x05total\x18\x02 \x01(\x01\x12\x0f\n\x07message\x18\x03 \x01(\t\"r\n\rCallToolEvent\x12(\n\x08progress\x18\x01 \x01(\x0b\x32\x14.memnest.v1.ProgressH\x00\x12.\n\x06result\x18\x02 \x01(\x0b\x32\x1c.memnest.v1.CallToolResponseH\x00\x42\x07\n\x05\x65vent\"\x0f\n\rStatusRequest\"]\n\x0fWorkspaceStatus\x12\x11\n\tworkspace\x18\x01 \x01(\t\x12\x0f\n\x07\x64\x62_path\x18\x02 \x01(\t\x12\x10\n\x08memories\x18\x03 \x01(\x03\x12\x14\n\x0cidle_seconds\x18\x04 \x01(\x01\"\xc6\x02\n\x0eStatusResponse\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x18\n\x10protocol_version\x18\x02 \x01(\x05\x12\x0b\n\x03pid\x18\x03 \x01(\x03\x12\x16\n\x0euptime_seconds\x18\x04 \x01(\x01\x12\x11\n\trss_bytes\x18\x05 \x01(\x03\x12\x17\n\x0f\x65mbedding_model\x18\x06 \x01(\t\x12\x15\n\rembedding_dim\x18\x07 \x01(\x05\x12\x1a\n\x12model_load_seconds\x18\x08 \x01(\x01\x12/\n\nworkspaces\x18\t \x03(\x0b\x32\x1b.memnest.v1.WorkspaceStatus\x12\x13\n\x0bsocket_path\x18\n \x01(\t\x12\x10\n\x08log_path\x18\x0b \x01(\t\x12\x14\n\x0c\x63\x61lls_served\x18\x0c \x01(\x03\x12\x17\n\x0f\x63\x61lls_in_flight\x18\r \x01(\x05\"2\n\x0fShutdownRequest\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x0f\n\x07upgrade\x18\x02 \x01(\x08\"8\n\x10ShutdownResponse\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08\x12\x12\n\nrestarting\x18\x02 \x01(\x08\x32\xee\x02\n\x07Memnest\x12H\n\tListTools\x12\x1c.memnest.v1.ListToolsRequest\x1a\x1d.memnest.v1.ListToolsResponse\x12\x45\n\x08\x43\x61llTool\x12\x1b.memnest.v1.CallToolRequest\x1a\x1c.memnest.v1.CallToolResponse\x12J\n\x0e\x43\x61llToolStream\x12\x1b.memnest.v1.CallToolRequest\x1a\x19.memnest.v1.CallToolEvent0\x01\x12?\n\x06Status\x12\x19.memnest.v1.StatusRequest\x1a\x1a.memnest.v1.StatusResponse\x12\x45\n\x08Shutdown\x12\x1b.memnest.v1.ShutdownRequest\x1a\x1c.memnest.v1.ShutdownResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bmemnest_proto/memnest.proto\x12\nmemnest.v1\"\x12\n\x10ListToolsRequest\"\x84\x01\n\x0fToolAnnotations\x12\r\n\x05title\x18\x01 \x01(\t\x12\x16\n\x0eread_only_hint\x18\x02 \x01(\x08\x12\x18\n\x10\x64\x65structive_hint\x18\x03 \x01(\x08\x12\x17\n\x0fidempotent_hint\x18\x04 \x01(\x08\x12\x17\n\x0fopen_world_hint\x18\x05 \x01(\x08\"\x96\x01\n\x0eToolDefinition\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x19\n\x11input_schema_json\x18\x03 \x01(\t\x12\x30\n\x0b\x61nnotations\x18\x04 \x01(\x0b\x32\x1b.memnest.v1.ToolAnnotations\x12\x14\n\x0clong_running\x18\x05 \x01(\x08\">\n\x11ListToolsResponse\x12)\n\x05tools\x18\x01 \x03(\x0b\x32\x1a.memnest.v1.ToolDefinition\"\x9e\x01\n\x0f\x43\x61llToolRequest\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12\x11\n\tworkspace\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\t\x12\x0f\n\x07\x64\x62_path\x18\x04 \x01(\t\x12\x0e\n\x06\x63lient\x18\x05 \x01(\t\x12\"\n\x06origin\x18\x06 \x01(\x0b\x32\x12.memnest.v1.Origin\x12\r\n\x05model\x18\x07 \x01(\t\"6\n\x06Origin\x12\x0b\n\x03via\x18\x01 \x01(\t\x12\x0e\n\x06\x63lient\x18\x02 \x01(\t\x12\x0f\n\x07session\x18\x03 \x01(\t\"*\n\tToolError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"\\\n\x10\x43\x61llToolResponse\x12\x15\n\x0bresult_json\x18\x01 \x01(\tH\x00\x12&\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x15.memnest.v1.ToolErrorH\x00\x42\t\n\x07outcome\"<\n\x08Progress\x12\x10\n\x08progress\x18\x01 \x01(\x01\x12\r\n\x05total\x18\x02 \x01(\x01\x12\x0f\n\x07message\x18\x03 \x01(\t\"r\n\rCallToolEvent\x12(\n\x08progress\x18\x01 \x01(\x0b\x32\x14.memnest.v1.ProgressH\x00\x12.\n\x06result\x18\x02 \x01(\x0b\x32\x1c.memnest.v1.CallToolResponseH\x00\x42\x07\n\x05\x65vent\"\x0f\n\rStatusRequest\"]\n\x0fWorkspaceStatus\x12\x11\n\tworkspace\x18\x01 \x01(\t\x12\x0f\n\x07\x64\x62_path\x18\x02 \x01(\t\x12\x10\n\x08memories\x18\x03 \x01(\x03\x12\x14\n\x0cidle_seconds\x18\x04 \x01(\x01\"\xc6\x02\n\x0eStatusResponse\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x18\n\x10protocol_version\x18\x02 \x01(\x05\x12\x0b\n\x03pid\x18\x03 \x01(\x03\x12\x16\n\x0euptime_seconds\x18\x04 \x01(\x01\x12\x11\n\trss_bytes\x18\x05 \x01(\x03\x12\x17\n\x0f\x65mbedding_model\x18\x06 \x01(\t\x12\x15\n\rembedding_dim\x18\x07 \x01(\x05\x12\x1a\n\x12model_load_seconds\x18\x08 \x01(\x01\x12/\n\nworkspaces\x18\t \x03(\x0b\x32\x1b.memnest.v1.WorkspaceStatus\x12\x13\n\x0bsocket_path\x18\n \x01(\t\x12\x10\n\x08log_path\x18\x0b \x01(\t\x12\x14\n\x0c\x63\x61lls_served\x18\x0c \x01(\x03\x12\x17\n\x0f\x63\x61lls_in_flight\x18\r \x01(\x05\"2\n\x0fShutdownRequest\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x0f\n\x07upgrade\x18\x02 \x01(\x08\"8\n\x10ShutdownResponse\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08\x12\x12\n\nrestarting\x18\x02 \x01(\x08\x32\xee\x02\n\x07Memnest\x12H\n\tListTools\x12\x1c.memnest.v1.ListToolsRequest\x1a\x1d.memnest.v1.ListToolsResponse\x12\x45\n\x08\x43\x61llTool\x12\x1b.memnest.v1.CallToolRequest\x1a\x1c.memnest.v1.CallToolResponse\x12J\n\x0e\x43\x61llToolStream\x12\x1b.memnest.v1.CallToolRequest\x1a\x19.memnest.v1.CallToolEvent0\x01\x12?\n\x06Status\x12\x19.memnest.v1.StatusRequest\x1a\x1a.memnest.v1.StatusResponse\x12\x45\n\x08Shutdown\x12\x1b.memnest.v1.ShutdownRequest\x1a\x1c.memnest.v1.ShutdownResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,27 +40,27 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTTOOLSRESPONSE']._serialized_start=351
   _globals['_LISTTOOLSRESPONSE']._serialized_end=413
   _globals['_CALLTOOLREQUEST']._serialized_start=416
-  _globals['_CALLTOOLREQUEST']._serialized_end=559
-  _globals['_ORIGIN']._serialized_start=561
-  _globals['_ORIGIN']._serialized_end=615
-  _globals['_TOOLERROR']._serialized_start=617
-  _globals['_TOOLERROR']._serialized_end=659
-  _globals['_CALLTOOLRESPONSE']._serialized_start=661
-  _globals['_CALLTOOLRESPONSE']._serialized_end=753
-  _globals['_PROGRESS']._serialized_start=755
-  _globals['_PROGRESS']._serialized_end=815
-  _globals['_CALLTOOLEVENT']._serialized_start=817
-  _globals['_CALLTOOLEVENT']._serialized_end=931
-  _globals['_STATUSREQUEST']._serialized_start=933
-  _globals['_STATUSREQUEST']._serialized_end=948
-  _globals['_WORKSPACESTATUS']._serialized_start=950
-  _globals['_WORKSPACESTATUS']._serialized_end=1043
-  _globals['_STATUSRESPONSE']._serialized_start=1046
-  _globals['_STATUSRESPONSE']._serialized_end=1372
-  _globals['_SHUTDOWNREQUEST']._serialized_start=1374
-  _globals['_SHUTDOWNREQUEST']._serialized_end=1424
-  _globals['_SHUTDOWNRESPONSE']._serialized_start=1426
-  _globals['_SHUTDOWNRESPONSE']._serialized_end=1482
-  _globals['_MEMNEST']._serialized_start=1485
-  _globals['_MEMNEST']._serialized_end=1851
+  _globals['_CALLTOOLREQUEST']._serialized_end=574
+  _globals['_ORIGIN']._serialized_start=576
+  _globals['_ORIGIN']._serialized_end=630
+  _globals['_TOOLERROR']._serialized_start=632
+  _globals['_TOOLERROR']._serialized_end=674
+  _globals['_CALLTOOLRESPONSE']._serialized_start=676
+  _globals['_CALLTOOLRESPONSE']._serialized_end=768
+  _globals['_PROGRESS']._serialized_start=770
+  _globals['_PROGRESS']._serialized_end=830
+  _globals['_CALLTOOLEVENT']._serialized_start=832
+  _globals['_CALLTOOLEVENT']._serialized_end=946
+  _globals['_STATUSREQUEST']._serialized_start=948
+  _globals['_STATUSREQUEST']._serialized_end=963
+  _globals['_WORKSPACESTATUS']._serialized_start=965
+  _globals['_WORKSPACESTATUS']._serialized_end=1058
+  _globals['_STATUSRESPONSE']._serialized_start=1061
+  _globals['_STATUSRESPONSE']._serialized_end=1387
+  _globals['_SHUTDOWNREQUEST']._serialized_start=1389
+  _globals['_SHUTDOWNREQUEST']._serialized_end=1439
+  _globals['_SHUTDOWNRESPONSE']._serialized_start=1441
+  _globals['_SHUTDOWNRESPONSE']._serialized_end=1497
+  _globals['_MEMNEST']._serialized_start=1500
+  _globals['_MEMNEST']._serialized_end=1866
 # @@protoc_insertion_point(module_scope)

@@ -45,20 +45,22 @@ class ListToolsResponse(_message.Message):
     def __init__(self, tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ...) -> None: ...
 
 class CallToolRequest(_message.Message):
-    __slots__ = ("tool", "workspace", "arguments_json", "db_path", "client", "origin")
+    __slots__ = ("tool", "workspace", "arguments_json", "db_path", "client", "origin", "model")
     TOOL_FIELD_NUMBER: _ClassVar[int]
     WORKSPACE_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
     DB_PATH_FIELD_NUMBER: _ClassVar[int]
     CLIENT_FIELD_NUMBER: _ClassVar[int]
     ORIGIN_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
     tool: str
     workspace: str
     arguments_json: str
     db_path: str
     client: str
     origin: Origin
-    def __init__(self, tool: _Optional[str] = ..., workspace: _Optional[str] = ..., arguments_json: _Optional[str] = ..., db_path: _Optional[str] = ..., client: _Optional[str] = ..., origin: _Optional[_Union[Origin, _Mapping]] = ...) -> None: ...
+    model: str
+    def __init__(self, tool: _Optional[str] = ..., workspace: _Optional[str] = ..., arguments_json: _Optional[str] = ..., db_path: _Optional[str] = ..., client: _Optional[str] = ..., origin: _Optional[_Union[Origin, _Mapping]] = ..., model: _Optional[str] = ...) -> None: ...
 
 class Origin(_message.Message):
     __slots__ = ("via", "client", "session")

@@ -321,7 +321,8 @@ class DaemonClient:
         request = pb.CallToolRequest(tool=tool, workspace=workspace, db_path=db_path,
                                      arguments_json=json.dumps(arguments),
                                      client=f"{self.client_name} {VERSION} pid {os.getpid()}",
-                                     origin=pb.Origin(**(origin or {})))
+                                     origin=pb.Origin(**(origin or {})),
+                                     model=os.environ.get("MEMORY_EMBEDDING_MODEL", "").strip())
         if on_progress is None:
             response = self._with_restart(
                 lambda stub: stub.CallTool(request, timeout=CALL_DEADLINE_S))

@@ -12,6 +12,7 @@ daemon. The message layout follows proto/memnest.proto; tests/test_hooks.py runs
 against the real daemon.
 """
 import json
+import os
 import socket
 import struct
 import time
@@ -48,7 +49,8 @@ def call_tool(socket_path: Path, tool: str, arguments: dict, workspace: str, db_
                     _string(3, origin.get("session", ""))])
     request = b"".join([_string(1, tool), _string(2, workspace),
                         _string(3, json.dumps(arguments)), _string(4, db_path),
-                        _string(5, client), _bytes(6, who)])
+                        _string(5, client), _bytes(6, who),
+                        _string(7, os.environ.get("MEMORY_EMBEDDING_MODEL", "").strip())])
     if len(request) > MAX_REQUEST:
         raise LeanCallFailed(f"a request of {len(request)} bytes is for the full client")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -120,3 +120,17 @@ def test_dreams_review_hints_have_cli_counterparts(daemon, workspace, call):
     assert call("memory_get", id=a)["kept_separate_from"]
     bad = _ctl("relate", str(a), str(b), "--type", "owns", cwd=workspace, env=env)
     assert bad.returncode == 1 and "relationship" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_client_configured_for_another_model_is_told(daemon, workspace, monkeypatch):
+    monkeypatch.setenv("MEMORY_EMBEDDING_MODEL", "BAAI/bge-base-en-v1.5")
+    client = daemon.client()
+    result = client.call_tool("memory_stats", {}, str(workspace))
+    client.close()
+    assert "BAAI/bge-base-en-v1.5" in result["model_note"]
+    assert "memnest/all-MiniLM-L6-v2-int8" in result["model_note"]
+    assert "asks for model 'BAAI/bge-base-en-v1.5'" in daemon.log.read_text()
+    monkeypatch.setenv("MEMORY_EMBEDDING_MODEL", "memnest/all-MiniLM-L6-v2-int8")
+    same = daemon.client()
+    assert "model_note" not in same.call_tool("memory_stats", {}, str(workspace))
+    same.close()

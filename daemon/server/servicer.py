@@ -64,6 +64,7 @@ class MemnestService(pb_grpc.MemnestServicer):
         self.runtime = runtime
         self.settings = settings
         self._on_shutdown = on_shutdown
+        self._model_notes_logged: set[tuple[str, str]] = set()
 
     # -- tools ---------------------------------------------------------------------------
 
@@ -100,6 +101,23 @@ class MemnestService(pb_grpc.MemnestServicer):
             if event.HasField("result"):
                 return
 
+    def _model_note(self, request) -> str | None:
+        """A caller configured for another model is served by this daemon's: say so, in the
+        result and (once per caller and model) in the log."""
+        wanted = request.model.strip()[:200]
+        served = self.runtime.embedder.name
+        if not wanted or wanted == served:
+            return None
+        key = (request.client.split(" pid ")[0], wanted)
+        if key not in self._model_notes_logged and len(self._model_notes_logged) < 1000:
+            self._model_notes_logged.add(key)
+            log.warning("%s asks for model %r; this daemon serves %r", request.client, wanted,
+                        served)
+        return (f"this client is configured for the embedding model {wanted!r}, but the "
+                f"running memnestd serves {served!r} (one model per daemon, and a database "
+                "keeps the model it was embedded with). To switch, stop memnestd "
+                "(`memnest-ctl stop`) and start it with MEMORY_EMBEDDING_MODEL set.")
+
     def _call(self, request, progress, still_wanted) -> pb.CallToolResponse:
         started = time.monotonic()
         self.runtime.begin()
@@ -119,6 +137,9 @@ class MemnestService(pb_grpc.MemnestServicer):
                               origin=Origin.claimed(request.origin.via, request.origin.client,
                                                     request.origin.session))
             result = tool.handler(ctx, arguments)
+            note = self._model_note(request)
+            if note and isinstance(result, dict):
+                result = {**result, "model_note": note}
             return pb.CallToolResponse(result_json=json.dumps(result, ensure_ascii=False,
                                                               default=str))
         except ToolError as exc:
