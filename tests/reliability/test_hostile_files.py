@@ -96,11 +96,11 @@ def test_another_user_cannot_read_the_memories(call, tmp_path):
     os.chmod(workspace, 0o755)
     call("memory_store", ws=workspace, content="The staging password is in the vault")
     database = workspace / ".memnest" / "memory.lbug"
+    # setpriv changes user in the child it execs: a process running gRPC threads must not
+    # run code between fork and exec (setuid there crashed the child, seen as SIGSEGV)
     reader = subprocess.run(
-        ["head", "-c", "16", str(database)],
-        # user/group, not preexec_fn: Python code between fork and exec can crash a process
-        # that runs threads (seen as a segfault in the child)
-        user=NOBODY, group=NOBODY, extra_groups=[],
+        ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+         "head", "-c", "16", str(database)],
         capture_output=True, text=True)
     assert reader.returncode != 0 and "Permission denied" in reader.stderr
 
