@@ -146,7 +146,7 @@ ORDINARY = [
     "password=${DB_PASS} in the compose file, password: <your password> in the docs",
     "password: null, api_key: None, secret: false",
     "if password == user_input: return True",
-    "pwd: /work/main, then run make install",
+    "pwd: /srv/app, then run make install",
     "ssh git@github.com:memnest/memnest.git and http://localhost:8080/health",
     "Servers 52.14.200.11 and 10.0.0.5:5432",
     "GitHub tokens look like ghp_ followed by 36 characters; Stripe's start with sk_live_",
