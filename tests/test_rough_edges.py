@@ -1,6 +1,7 @@
 """Rough edges a new user hit (issue 20): ids a JavaScript client can hold exactly;
 reference-server settings that memnestd does not use are refused or named, not ignored; a
 client started in a project's subfolder works in the project."""
+import json
 import subprocess
 
 import anyio
@@ -134,3 +135,23 @@ def test_a_client_configured_for_another_model_is_told(daemon, workspace, monkey
     same = daemon.client()
     assert "model_note" not in same.call_tool("memory_stats", {}, str(workspace))
     same.close()
+
+
+def test_config_check_reads_the_entry_type_and_the_servers_key(tmp_path, workspace, daemon):
+    env = {**daemon.env, "HOME": str(tmp_path)}
+    vscode = workspace / ".vscode" / "mcp.json"
+    assert _ctl("config", "vscode", cwd=workspace, env=env).returncode == 0
+    document = json.loads(vscode.read_text())
+    document["servers"]["memnest"]["type"] = "sse"
+    document["mcpServers"] = {"memnest": {"command": "x"}}
+    vscode.write_text(json.dumps(document))
+    checked = _ctl("config", "vscode", "--check", cwd=workspace, env=env)
+    assert checked.returncode == 1
+    assert "FAIL  type: the entry's type is 'sse'" in checked.stdout
+    assert 'FAIL  servers key' in checked.stdout
+    document["servers"]["memnest"]["args"] = ["--old-flag"]
+    vscode.write_text(json.dumps(document))
+    rewritten = _ctl("config", "vscode", cwd=workspace, env=env)
+    assert "note     " in rewritten.stdout and '"mcpServers"' in rewritten.stdout
+    assert "args ['--old-flag'] were replaced" in rewritten.stdout
+    assert json.loads(vscode.read_text())["servers"]["memnest"]["type"] == "stdio"

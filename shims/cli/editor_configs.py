@@ -239,6 +239,19 @@ def plan(client: str, workspace: Path, path: Path | None = None, name: str = "me
     return Plan(target, exists, before, after, lenient, spec, name, source)
 
 
+def notes(p: Plan) -> list[str]:
+    """What the user should know about a merge that is not an error."""
+    found = []
+    key = p.client.servers_key
+    if key != "mcpServers" and isinstance(p.before.get("mcpServers"), dict):
+        found.append(f"{p.path} also has \"mcpServers\", which {p.client.title} does not "
+                     f"read; memnest's entry is under \"{key}\"")
+    old = (p.before.get(key) or {}).get(p.name)
+    if isinstance(old, dict) and old.get("args") not in (None, [], p.entry.get("args")):
+        found.append(f"the entry's args {old['args']!r} were replaced (memnest-mcp takes none)")
+    return found
+
+
 def apply(p: FilePlan) -> Path | None:
     """Write the plan; returns the backup of the previous file, if there was one."""
     if not p.changed:
@@ -310,6 +323,14 @@ def check(client: str, workspace: Path, path: Path | None = None, name: str = "m
     others = [k for k in servers if k != name]
     results.append(Check(True, "entry", f"\"{name}\" present"
                          + (f", beside {', '.join(others)}" if others else "")))
+    if spec.stdio_type and entry.get("type") != "stdio":
+        results.append(Check(False, "type", f"the entry's type is {entry.get('type')!r}, not "
+                             "\"stdio\": the editor would not start memnest-mcp", rerun))
+    stray = "mcpServers" if spec.servers_key != "mcpServers" else None
+    if stray and isinstance(document.get(stray), dict) and name in document[stray]:
+        results.append(Check(False, "servers key", f"{target} also has \"{name}\" under "
+                             f"\"{stray}\", which {spec.title} does not read (it reads "
+                             f"\"{spec.servers_key}\")", f"remove \"{stray}\" from {target}"))
     command = entry.get("command", "")
     try:
         expected = str(mcp_command())

@@ -293,6 +293,7 @@ def cmd_config(args) -> None:
              "created": not plan.exists, "backup": str(backup) if backup else None,
              "entry": plan.entry, "other_servers": plan.others,
              "model_source": plan.model_source, "comments_dropped": plan.lenient and plan.changed,
+             "notes": editor_configs.notes(plan),
              "integration": [{"file": str(extra.path), "changed": extra.changed,
                               "backup": str(b) if b else None,
                               "does": agent_hooks.what_it_does(extra)}
@@ -301,6 +302,8 @@ def cmd_config(args) -> None:
         _print_json(facts)
         return
     _print_entry(plan, backup)
+    for line in editor_configs.notes(plan):
+        print(f"note     {line}")
     for extra, extra_backup in zip(extras, backups):
         state = ("updated" if extra.exists else "created") if extra.changed else "unchanged"
         print(f"added    {state} {extra.path}: {agent_hooks.what_it_does(extra)}")
