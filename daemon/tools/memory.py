@@ -233,13 +233,12 @@ def memory_list(ctx: ToolContext, args: dict) -> dict:
     offset = args.get("offset", 0)
     topic = normalise_tags([args["topic"]])[0] if args.get("topic", "").strip() else None
     store = ctx.store
+    flt = SearchFilter(workspace=ctx.workspace, category=args.get("category"),
+                       tags=[topic] if topic else [],
+                       min_importance=args.get("min_importance", 1), via=args.get("via"),
+                       client=args.get("client"))
     with store.reading():
-        rows = [m for m in store.in_scope(ctx.workspace)
-                if ("category" not in args or m.category == args["category"])
-                and (topic is None or topic in m.tags)
-                and m.importance >= args.get("min_importance", 1)
-                and args.get("via", m.origin_via) == m.origin_via
-                and args.get("client", m.origin_client) == m.origin_client]
+        rows = [m for m in store.in_scope(ctx.workspace) if flt.admits(m)]
     rows.sort(key=_ORDERS[args.get("order_by", "recent")], reverse=True)
     page = rows[offset:offset + limit]
     preview = preview_chars(ctx, args)

@@ -68,11 +68,15 @@ def settings_path(workspace: Path) -> Path:
     return workspace / ".claude" / "settings.json"
 
 
-def hook_command(event: str, workspace: Path, model: str | None) -> str:
+def hook_command(event: str, workspace: Path, model: str | None,
+                 client: str | None = None) -> str:
+    """The shell command an editor runs for `event`; `client` when its format is not Claude
+    Code's (memnest-hook's default)."""
     env = {k: v for k, v in desired_env(workspace, model).items() if k != "MEMORY_WORKSPACE"}
     words = [f"{k}={shlex.quote(v)}" for k, v in env.items()]
-    words += [shlex.quote(str(mcp_command(HOOK_PROGRAM))), event, "--workspace",
-              shlex.quote(str(workspace))]
+    words += [shlex.quote(str(mcp_command(HOOK_PROGRAM))), event]
+    words += ["--client", client] if client else []
+    words += ["--workspace", shlex.quote(str(workspace))]
     return " ".join(words)
 
 
@@ -186,8 +190,7 @@ def _owned(workspace: Path, rel: str, content: str) -> OwnedFile:
 
 
 def kiro_hook(workspace: Path, model: str | None) -> str:
-    command = hook_command("prompt", workspace, model).replace(
-        " prompt --workspace", " prompt --client kiro --workspace")
+    command = hook_command("prompt", workspace, model, client="kiro")
     hook = {
         "enabled": True,
         "name": "memnest recall",

@@ -289,11 +289,12 @@ def cmd_config(args) -> None:
         backups = [editor_configs.apply(extra) for extra in extras]
     except editor_configs.ConfigError as exc:
         raise Failure(str(exc)) from None
+    notes = editor_configs.notes(plan)
     facts = {"client": args.client, "file": str(plan.path), "changed": plan.changed,
              "created": not plan.exists, "backup": str(backup) if backup else None,
              "entry": plan.entry, "other_servers": plan.others,
              "model_source": plan.model_source, "comments_dropped": plan.lenient and plan.changed,
-             "notes": editor_configs.notes(plan),
+             "notes": notes,
              "integration": [{"file": str(extra.path), "changed": extra.changed,
                               "backup": str(b) if b else None,
                               "does": agent_hooks.what_it_does(extra)}
@@ -302,7 +303,7 @@ def cmd_config(args) -> None:
         _print_json(facts)
         return
     _print_entry(plan, backup)
-    for line in editor_configs.notes(plan):
+    for line in notes:
         print(f"note     {line}")
     for extra, extra_backup in zip(extras, backups):
         state = ("updated" if extra.exists else "created") if extra.changed else "unchanged"
