@@ -136,6 +136,23 @@ class DaemonClient:
             self.close()
             return False
 
+    def running_status(self) -> pb.StatusResponse | None:
+        """The status of the daemon on the socket, waiting for one that is starting (a
+        service manager starts it on this very connection under socket activation); None
+        when none runs and none is starting. Starts no daemon itself."""
+        status = self._probe()
+        if status is not None or not self.socket_path.exists():
+            return status
+        try:
+            return self._await_daemon(spawn=False)
+        except DaemonUnavailable as exc:
+            self._last_error = str(exc)
+            return None
+
+    @property
+    def last_error(self) -> str:
+        return self._last_error
+
     def ensure_running(self) -> None:
         """Make sure a compatible daemon answers, starting (or upgrading) it if needed. Once a
         daemon is accepted, calls go straight to it until the connection fails."""

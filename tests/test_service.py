@@ -140,6 +140,43 @@ def test_clients_wait_for_an_activated_daemon_instead_of_starting_their_own(fres
     assert fresh_daemon.pids() == [proc.pid]
 
 
+def _ctl_while_activating(fresh_daemon, unit, *args: str) -> tuple[subprocess.CompletedProcess,
+                                                                     subprocess.Popen]:
+    """Run memnest-ctl as the first connection to a socket unit whose daemon is not running,
+    and start the daemon a moment later, as systemd does on that connection."""
+    ctl = subprocess.Popen([str(BIN / "memnest-ctl"), *args], env=fresh_daemon.env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.5)  # longer than a plain probe waits
+    assert ctl.poll() is None, "memnest-ctl gave up before the daemon could start"
+    assert fresh_daemon.pids() == [], "memnest-ctl started a daemon of its own"
+    proc = unit.activate(fresh_daemon.env, "--service")
+    fresh_daemon.proc = proc
+    out, err = ctl.communicate(timeout=120)
+    return subprocess.CompletedProcess(ctl.args, ctl.returncode, out, err), proc
+
+
+def test_status_and_stop_wait_for_a_daemon_the_service_manager_is_starting(fresh_daemon, unit):
+    status, proc = _ctl_while_activating(fresh_daemon, unit, "status", "--json")
+    assert status.returncode == 0, status.stderr
+    import json
+    assert json.loads(status.stdout)["pid"] == proc.pid
+
+    proc.send_signal(signal.SIGTERM)  # the idle exit: the unit keeps listening
+    assert proc.wait(timeout=60) == 0
+    stop, proc = _ctl_while_activating(fresh_daemon, unit, "stop")
+    assert stop.returncode == 0 and f"(pid {proc.pid}) stopped" in stop.stdout, stop.stdout
+    assert proc.wait(timeout=10) == 0
+    assert fresh_daemon.socket.stat().st_ino == unit.inode
+
+    # A socket file nothing listens on (a crash) is answered at once, not waited for.
+    unit.close()
+    started = time.monotonic()
+    out = subprocess.run([str(BIN / "memnest-ctl"), "status"], env=fresh_daemon.env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and "memnestd is not running on" in out.stderr
+    assert time.monotonic() - started < 10
+
+
 def test_listen_fds_for_another_pid_are_ignored(fresh_daemon):
     env = {**fresh_daemon.env, "LISTEN_PID": "1", "LISTEN_FDS": "1"}
     fresh_daemon.proc = subprocess.Popen([str(BIN / "memnestd")], env=env,
@@ -647,3 +684,22 @@ def test_a_daemon_whose_stderr_nobody_reads_keeps_serving(fresh_daemon, workspac
         client.call_tool("memory_list", {"limit": 1}, str(workspace))
         assert time.monotonic() - started < 120, f"call {i} stalled"
     assert fresh_daemon.log.read_text().count("memory_list took") >= 900
+
+
+def test_doctor_socket_mode_fix_names_the_owner_of_the_socket(fake_systemd, fresh_daemon,
+                                                               user_env):
+    from memnest_shims.cli import doctor
+    service.install(report=service.Report(out=lambda line: None))
+    os.chmod(fresh_daemon.socket, 0o666)  # as a hand-edited socket unit would leave it
+    found = {f.check: f for f in doctor.run_checks()}
+    assert not found["socket"].ok
+    # Stopping the daemon would not help: the socket unit, not memnestd, makes the socket.
+    assert "memnest-ctl stop" not in found["socket"].fix
+    assert "systemctl --user restart memnestd.socket" in found["socket"].fix
+    assert found["daemon"].ok  # the service-managed daemon answers
+
+    service.uninstall(report=service.Report(out=lambda line: None))
+    fresh_daemon.start()  # on demand: memnestd owns the socket and recreates it 0600
+    os.chmod(fresh_daemon.socket, 0o666)
+    found = {f.check: f for f in doctor.run_checks()}
+    assert not found["socket"].ok and "`memnest-ctl stop`" in found["socket"].fix

@@ -37,13 +37,10 @@ def run_checks() -> list[Finding]:
     sock = paths.socket_path()
     found.append(_socket_folder(sock))
     client = DaemonClient(sock, client_name="memnest-ctl doctor", autostart=False)
-    try:
-        status = client.status(timeout=5) if sock.exists() else None
-    except Exception as exc:  # noqa: BLE001 - any failure to answer is the finding
-        status, error = None, str(exc).splitlines()[0]
-    else:
-        error = ""
-    found.append(_socket_file(sock, status is not None))
+    # Waits for a daemon a service manager is starting on this connection; starts none.
+    status = client.running_status()
+    error = client.last_error.splitlines()[0] if client.last_error else ""
+    found.append(_socket_file(sock, status is not None, _service_owns_socket()))
     if status is None and not sock.exists():
         # The normal state after an idle exit: healthy, it starts on the next call.
         found.append(Finding(True, "daemon", "not running; the first call from an editor or "
@@ -83,7 +80,17 @@ def _socket_folder(sock: Path) -> Finding:
     return Finding(True, "socket folder", f"{folder} is yours, mode 700")
 
 
-def _socket_file(sock: Path, answering: bool) -> Finding:
+def _service_owns_socket() -> bool:
+    """An installed systemd socket unit holds the socket: memnestd does not recreate it
+    (launchd runs memnestd, which makes its own socket)."""
+    try:
+        facts = service_units.status()
+        return bool(facts["installed"]) and facts["manager"] == "systemd"
+    except Exception:  # noqa: BLE001 - the service check below reports a broken manager
+        return False
+
+
+def _socket_file(sock: Path, answering: bool, service_owned: bool = False) -> Finding:
     if not sock.exists():
         return Finding(True, "socket", f"{sock} does not exist yet: it appears when memnestd "
                        "starts")
@@ -92,8 +99,13 @@ def _socket_file(sock: Path, answering: bool) -> Finding:
         return Finding(False, "socket", f"{sock} is not a socket", f"remove {sock}")
     mode = stat.S_IMODE(info.st_mode)
     if mode & 0o077:
-        return Finding(False, "socket", f"{sock} is mode {mode:o}, readable by others",
-                       f"chmod 600 {sock}, or `memnest-ctl stop` (it is recreated 0600)")
+        if service_owned:  # the socket unit creates it; stopping the daemon keeps it
+            fix = (f"chmod 600 {sock}; for good, `memnest-ctl service install` (its socket "
+                   f"unit says mode 0600) and restart the socket: `systemctl --user restart "
+                   f"{service_units.SOCKET_UNIT}`")
+        else:
+            fix = f"chmod 600 {sock}, or `memnest-ctl stop` (memnestd recreates it 0600)"
+        return Finding(False, "socket", f"{sock} is mode {mode:o}, readable by others", fix)
     if not answering:
         return Finding(False, "socket", f"{sock} exists but nothing answers on it (left by a "
                        "crashed daemon, or a daemon still starting)",
