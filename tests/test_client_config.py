@@ -58,6 +58,17 @@ def config_file(client: str, project: Path, home: Path) -> tuple[Path, str]:
     return (project if where == "project" else home) / rel, key
 
 
+
+def backups_of(path: Path, workspace: Path) -> list[Path]:
+    """Backups of a project file sit in .memnest/backups/ (ignored by git), named after its
+    path in the project; of a file outside the project (Claude Desktop's), beside it."""
+    try:
+        rel = path.relative_to(workspace)
+    except ValueError:
+        return list(path.parent.glob(path.name + ".memnest-backup-*"))
+    return list((workspace / ".memnest" / "backups").glob(
+        "__".join(rel.parts) + ".memnest-backup-*"))
+
 @pytest.mark.parametrize("client", list(LOCATIONS))
 def test_round_trip_keeps_other_servers(client, workspace, home, env):
     path, key = config_file(client, workspace, home)
@@ -79,7 +90,7 @@ def test_round_trip_keeps_other_servers(client, workspace, home, env):
     assert "MEMORY_EMBEDDING_MODEL" not in entry["env"]  # the default model: nothing to say
     if client in ("claude-code", "vscode"):
         assert entry["type"] == "stdio"
-    backups = list(path.parent.glob(path.name + ".memnest-backup-*"))
+    backups = backups_of(path, workspace)
     assert len(backups) == 1 and json.loads(backups[0].read_text()) == original
 
     # --check agrees; a second run changes nothing and makes no second backup.
@@ -88,7 +99,7 @@ def test_round_trip_keeps_other_servers(client, workspace, home, env):
     assert all(line.startswith("ok") for line in check.stdout.splitlines()), check.stdout
     again = ctl("config", client, env=env, cwd=workspace)
     assert again.returncode == 0 and "nothing to change" in again.stdout
-    assert len(list(path.parent.glob(path.name + ".memnest-backup-*"))) == 1
+    assert len(backups_of(path, workspace)) == 1
 
     # And memnest can be taken out again by hand, leaving the other server as it was.
     del after[key]["memnest"]
@@ -104,7 +115,7 @@ def test_creates_a_missing_file(client, workspace, home, env):
     document = json.loads(path.read_text())
     assert list(document[key]) == ["memnest"]
     assert oct(path.stat().st_mode & 0o777) == oct(0o600)
-    assert not list(path.parent.glob(path.name + ".memnest-backup-*"))
+    assert not backups_of(path, workspace)
 
 
 def test_entry_carries_the_model_of_the_running_daemon(fresh_daemon, workspace, home, env):
@@ -167,7 +178,7 @@ def test_vscode_file_with_comments_is_merged_and_backed_up(workspace, home, env)
     assert "comments or trailing commas" in out.stdout
     document = json.loads(path.read_text())
     assert document["servers"]["other"]["args"] == ["-y", "a//b"]  # strings left intact
-    backup = next(path.parent.glob("mcp.json.memnest-backup-*"))
+    backup = backups_of(path, workspace)[0]
     assert backup.read_text() == original
 
 
@@ -185,7 +196,7 @@ def test_unmergeable_files_are_left_alone(content, why, workspace, env):
     assert why in out.stderr and "Traceback" not in out.stderr
     assert len(out.stderr.splitlines()) == 1
     assert path.read_text() == content
-    assert not list(path.parent.glob("mcp.json.memnest-backup-*"))
+    assert not backups_of(path, workspace)
 
 
 def test_workspace_and_file_options(tmp_path, workspace, env):

@@ -299,7 +299,8 @@ def test_config_installs_hooks_beside_the_users_own(ctl_env, workspace):
         commands = [h["command"] for g in written["hooks"][event] for h in g["hooks"]]
         mine = [c for c in commands if "memnest-hook" in c]
         assert len(mine) == 1 and f"memnest-hook {ours} --workspace {workspace}" in mine[0]
-    assert list(settings.parent.glob("settings.json.memnest-backup-*"))
+    assert list((workspace / ".memnest" / "backups").glob(
+        ".claude__settings.json.memnest-backup-*"))
     # Again: nothing changes, nothing is duplicated.
     again = ctl("config", "claude-code", "--json", env=ctl_env, cwd=workspace)
     assert json.loads(again.stdout)["integration"][0]["changed"] is False
@@ -455,7 +456,7 @@ def test_config_writes_each_clients_guidance(client, files, ctl_env, workspace):
     (workspace / files[0]).write_text("mine\n")
     assert ctl("config", client, "--check", env=ctl_env, cwd=workspace).returncode == 1
     assert ctl("config", client, env=ctl_env, cwd=workspace).returncode == 0
-    backups = list((workspace / files[0]).parent.glob("*.memnest-backup-*"))
+    backups = list((workspace / ".memnest" / "backups").glob("*.memnest-backup-*"))
     assert [b.read_text() for b in backups] == ["mine\n"]
     # --no-hooks: only the MCP entry
     other = workspace / "other"

@@ -155,3 +155,84 @@ def test_config_check_reads_the_entry_type_and_the_servers_key(tmp_path, workspa
     assert "note     " in rewritten.stdout and '"mcpServers"' in rewritten.stdout
     assert "args ['--old-flag'] were replaced" in rewritten.stdout
     assert json.loads(vscode.read_text())["servers"]["memnest"]["type"] == "stdio"
+
+
+def _subcommands():
+    from memnest_shims.cli.main import build_parser
+    parser = build_parser()
+    action = next(a for a in parser._actions if a.choices and "status" in a.choices)
+    return action.choices
+
+
+def test_every_subcommand_help_says_what_it_does_and_its_defaults():
+    import argparse
+    for name, sub in _subcommands().items():
+        text = sub.format_help()
+        paragraphs = text.split("\n\n")
+        assert len(paragraphs) > 2 and not paragraphs[1].startswith(("options:", "positional")), \
+            f"`{name} --help` has no description:\n{text}"
+        for action in sub._actions:
+            if action.help in (None, argparse.SUPPRESS) or not action.option_strings:
+                continue
+            if action.default not in (None, False, argparse.SUPPRESS):
+                help_text = sub._get_formatter()._expand_help(action)
+                assert "default" in help_text, f"{name} {action.option_strings}: {help_text}"
+        for action in sub._actions:  # positionals say what they take, not just their name
+            if not action.option_strings and action.dest != "help":
+                assert action.help, f"{name} {action.dest} has no help"
+
+
+def test_cli_numbers_say_and_enforce_their_range():
+    search = _subcommands()["search"].format_help()
+    assert "--top-k 1-100" in search and "(default: 10)" in search
+    out = subprocess.run([str(BIN / "memnest-ctl"), "search", "x", "--top-k", "500"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "500 is outside 1-100" in out.stderr
+    out = subprocess.run([str(BIN / "memnest-ctl"), "store", "x", "--importance", "nine"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "'nine' is not a whole number" in out.stderr
+
+
+def test_config_backups_stay_out_of_the_project_root_and_out_of_git(tmp_path, daemon):
+    root = tmp_path / "project"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    env = {**daemon.env, "HOME": str(tmp_path)}
+    mcp = root / ".mcp.json"
+    for n in range(8):  # each run finds the file changed by hand, so each makes a backup
+        mcp.write_text(json.dumps({"mcpServers": {"other": {"command": f"x{n}"}}}))
+        assert _ctl("config", "claude-code", "--no-hooks", cwd=root, env=env).returncode == 0
+    assert sorted(p.name for p in root.iterdir()) == [".git", ".mcp.json", ".memnest"]
+    folder = root / ".memnest" / "backups"
+    kept = sorted(folder.glob(".mcp.json.memnest-backup-*"))
+    assert len(kept) == 5, kept  # the newest five
+    assert json.loads(kept[-1].read_text())["mcpServers"]["other"]["command"] == "x7"
+    untracked = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                               cwd=root, capture_output=True, text=True, check=True).stdout
+    assert "backups" not in untracked and ".mcp.json" in untracked
+
+
+def test_config_backups_refuse_a_planted_link(tmp_path, daemon):
+    root, outside = tmp_path / "project", tmp_path / "outside"
+    (root / ".memnest").mkdir(parents=True)
+    outside.mkdir()
+    (root / ".memnest" / "backups").symlink_to(outside)
+    (root / ".mcp.json").write_text('{"mcpServers": {}}')
+    env = {**daemon.env, "HOME": str(tmp_path)}
+    out = _ctl("config", "claude-code", "--no-hooks", cwd=root, env=env)
+    assert out.returncode == 1 and "is a symbolic link" in out.stderr
+    assert not any(outside.iterdir())
+    assert (root / ".mcp.json").read_text() == '{"mcpServers": {}}'
+
+
+def test_config_refuses_a_model_memnestd_cannot_load(tmp_path, daemon):
+    env = {**daemon.env, "HOME": str(tmp_path)}
+    out = _ctl("config", "cursor", "--model", "bge-small", cwd=tmp_path, env=env)
+    assert out.returncode == 1 and "not a model memnestd can load" in out.stderr
+    assert "BAAI/bge-small-en-v1.5" in out.stderr
+    assert not (tmp_path / ".cursor").exists()
+    out = _ctl("service", "install", "--dry-run", "--model", "nope/nothing", cwd=tmp_path,
+               env=env)
+    assert out.returncode == 1 and "not a model memnestd can load" in out.stderr
+    fine = _ctl("config", "cursor", "--model", "BAAI/bge-base-en-v1.5", cwd=tmp_path, env=env)
+    assert fine.returncode == 0, fine.stderr

@@ -285,7 +285,7 @@ def remove_integration(client: str, workspace: Path) -> list[str]:
                     del after["hooks"]
             plan = HooksPlan(target, True, before, after, lenient, {})
             if plan.changed:
-                backup = apply(plan)
+                backup = apply(plan, workspace)
                 done.append(f"removed memnest's hooks from {target} (backup {backup})")
         return done
     for f in guidance_files(client, workspace):

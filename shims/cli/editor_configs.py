@@ -252,20 +252,53 @@ def notes(p: Plan) -> list[str]:
     return found
 
 
-def apply(p: FilePlan) -> Path | None:
+BACKUP_MARK = ".memnest-backup-"
+KEEP_BACKUPS = 5  # per file; older ones are removed when a new one is made
+
+
+def backup_path(target: Path, workspace: Path | None) -> Path:
+    """Where the previous version of `target` is kept. A file inside the project is backed
+    up under .memnest/backups/, which ignores itself in git, so backups neither clutter the
+    project root nor get committed; a file elsewhere is backed up beside itself."""
+    stamp = time.strftime('%Y%m%d-%H%M%S')
+    try:
+        rel = target.relative_to(workspace) if workspace else None
+    except ValueError:
+        rel = None
+    if rel is None:
+        return target.with_name(f"{target.name}{BACKUP_MARK}{stamp}")
+    folder = workspace / ".memnest" / "backups"  # type: ignore[operator]
+    return folder / f"{'__'.join(rel.parts)}{BACKUP_MARK}{stamp}"
+
+
+def _make_backup(target: Path, workspace: Path | None) -> Path:
+    backup = backup_path(target, workspace)
+    if workspace is not None:
+        refuse_links(workspace, backup)
+    folder = backup.parent
+    if not folder.exists():
+        folder.mkdir(parents=True, mode=0o700)
+        if folder.name == "backups" and folder.parent.name == ".memnest":
+            (folder / ".gitignore").write_text("# memnest's backups of editor config files\n*\n")
+    n = 1
+    while backup.exists() or backup.is_symlink():
+        n += 1
+        backup = backup.with_name(f"{backup.name.split('~')[0]}~{n}")
+    shutil.copy2(target, backup)
+    prefix = backup.name.split(BACKUP_MARK)[0] + BACKUP_MARK
+    older = sorted((f for f in folder.iterdir() if f.name.startswith(prefix) and f != backup),
+                   key=lambda f: f.name)
+    for old in older[:max(0, len(older) - (KEEP_BACKUPS - 1))]:
+        old.unlink()  # a link named like a backup goes, never what it points to
+    return backup
+
+
+def apply(p: FilePlan, workspace: Path | None = None) -> Path | None:
     """Write the plan; returns the backup of the previous file, if there was one."""
     if not p.changed:
         return None
     p.path.parent.mkdir(parents=True, exist_ok=True)
-    backup = None
-    if p.exists:
-        backup = p.path.with_name(f"{p.path.name}.memnest-backup-"
-                                  f"{time.strftime('%Y%m%d-%H%M%S')}")
-        n = 1
-        while backup.exists():
-            n += 1
-            backup = backup.with_name(f"{backup.name.split('~')[0]}~{n}")
-        shutil.copy2(p.path, backup)
+    backup = _make_backup(p.path, workspace) if p.exists else None
     mode = p.path.stat().st_mode & 0o777 if p.exists else 0o600
     fd, tmp = tempfile.mkstemp(prefix=f".{p.path.name}.", dir=p.path.parent)
     try:

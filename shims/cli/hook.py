@@ -99,7 +99,9 @@ def _plain_arguments(argv: list[str]) -> argparse.Namespace | None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("event", choices=list(EVENTS))
+    parser.add_argument("event", choices=list(EVENTS),
+                        help="session-start: a digest of the workspace; prompt: recall for "
+                             "the prompt; stop: capture what the turn settled")
     parser.add_argument("--client", default="claude-code", choices=list(CLIENTS),
                         help="whose hook format to read and write (default: claude-code; "
                              "kiro: the prompt in $USER_PROMPT, plain text out)")

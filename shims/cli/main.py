@@ -9,7 +9,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from memnest_proto.contract import CATEGORIES, DEFAULT_MODEL
+from memnest_proto.contract import CATEGORIES, DEFAULT_MODEL, OFFLINE_MODEL
 from memnest_proto.version import VERSION
 
 from .. import workspace as ws
@@ -67,12 +67,13 @@ def _call(client: DaemonClient, args, tool: str, arguments: dict) -> dict:
 
 def cmd_status(args) -> None:
     client = _client(autostart=False)
-    if not client.is_running():
+    s = client.running_status()
+    if s is None:
         if args.json:
-            _print_json({"running": False, "socket": str(client.socket_path)})
+            _print_json({"running": False, "socket": str(client.socket_path),
+                         "detail": _why_not_running(client)})
             raise SystemExit(3)
-        raise Failure(f"memnestd is not running on {client.socket_path}")
-    s = client.status()
+        raise Failure(_why_not_running(client))
     facts = {
         "running": True, "version": s.version, "protocol_version": s.protocol_version,
         "pid": s.pid, "uptime_seconds": round(s.uptime_seconds, 1), "rss_bytes": s.rss_bytes,
@@ -99,6 +100,13 @@ def cmd_status(args) -> None:
         print(f"  {w.workspace}: {w.memories} memories, idle {w.idle_seconds:.0f}s ({w.db_path})")
 
 
+def _why_not_running(client: DaemonClient) -> str:
+    """What running_status() found: nothing on the socket, or a daemon that never answered."""
+    if client.last_error and "did not answer" in client.last_error:
+        return client.last_error
+    return f"memnestd is not running on {client.socket_path}"
+
+
 def cmd_start(args) -> None:
     client = _client()
     already = client.is_running()
@@ -115,13 +123,15 @@ def cmd_start(args) -> None:
 
 def cmd_stop(args) -> None:
     client = _client(autostart=False)
-    if not client.is_running():
+    running = client.running_status()
+    if running is None:
         if args.json:
-            _print_json({"stopped": False, "running": False})
+            _print_json({"stopped": False, "running": False,
+                         "detail": _why_not_running(client)})
         else:
-            print("memnestd is not running")
+            print(_why_not_running(client))
         return
-    pid = client.status().pid
+    pid = running.pid
     client.shutdown("memnest-ctl stop")
     if not client.wait_stopped(pid, timeout=40):
         raise Failure(f"memnestd (pid {pid}) did not stop within 40s")
@@ -213,8 +223,30 @@ def cmd_search(args) -> None:
 
 # -- service, config, logs, doctor (service_units.py, editor_configs.py, doctor.py) --
 
+def _check_model(name: str | None) -> None:
+    """A --model memnestd could not load would be written into a config or unit file and
+    fail only later, in the editor; refuse it here with the names that work."""
+    if not name or name in (OFFLINE_MODEL, DEFAULT_MODEL):
+        return
+    try:
+        from fastembed import TextEmbedding
+    except ImportError:
+        return  # a client-only install: the daemon's machine decides
+    known = sorted(m["model"] for m in TextEmbedding.list_supported_models())
+    if name in known:
+        return
+    close = [m for m in known if name.lower().split("/")[-1] in m.lower()]
+    hint = f"did you mean {', '.join(close[:3])}? " if close else ""
+    raise Failure(f"--model {name!r} is not a model memnestd can load; {hint}use "
+                  f"{OFFLINE_MODEL} (offline, installed with memnest), {DEFAULT_MODEL} (the "
+                  f"default) or another of fastembed's {len(known)} text models "
+                  "(python -c 'from fastembed import TextEmbedding; "
+                  "print(TextEmbedding.list_supported_models())'). Nothing was changed")
+
+
 def cmd_service(args) -> None:
     from . import service_units
+    _check_model(getattr(args, "model", None))
     lines: list[str] = []
     report = service_units.Report(out=(lines.append if args.json else print))
     try:
@@ -263,6 +295,7 @@ def cmd_config(args) -> None:
     if not workspace.is_dir():
         raise Failure(f"{workspace} is not a directory: give the project with --workspace DIR")
     path = Path(args.file).expanduser().absolute() if args.file else None
+    _check_model(args.model)
     with_extras = args.client in agent_hooks.HOOK_CLIENTS and not args.no_hooks
     try:
         if args.print_hooks:
@@ -285,8 +318,8 @@ def cmd_config(args) -> None:
             return
         extras = agent_hooks.integration(args.client, workspace, args.model) \
             if with_extras else []
-        backup = editor_configs.apply(plan)
-        backups = [editor_configs.apply(extra) for extra in extras]
+        backup = editor_configs.apply(plan, workspace)
+        backups = [editor_configs.apply(extra, workspace) for extra in extras]
     except editor_configs.ConfigError as exc:
         raise Failure(str(exc)) from None
     notes = editor_configs.notes(plan)
@@ -531,6 +564,30 @@ def cmd_import(args) -> None:
 
 # -- parser --------------------------------------------------------------------------------------
 
+class _HelpWithDefaults(argparse.HelpFormatter):
+    """Says each option's default, unless its help already does or it has none worth saying."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default in (None, False, argparse.SUPPRESS) or "default" in text or \
+                action.option_strings == []:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def _bounded(low: int, high: int):
+    """An argparse type: an integer from low to high, with an error that says the range."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is outside {low}-{high}")
+        return value
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memnest-ctl",
                                      description="Control memnestd and use its memories.")
@@ -539,61 +596,73 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--json", action="store_true", help="machine-readable output")
     scoped = argparse.ArgumentParser(add_help=False, parents=[common])
     scoped.add_argument("--workspace", metavar="DIR",
-                        help="workspace directory (default: $MEMORY_WORKSPACE or the "
-                             "current directory)")
+                        help="workspace directory (default: $MEMORY_WORKSPACE, else the "
+                             "nearest folder up from here that has .memnest/ or is a "
+                             "repository root, else the current directory)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    sub.add_parser("status", parents=[common], help="is the daemon running, and what it holds"
+    def command(name: str, help: str, **kwargs) -> argparse.ArgumentParser:
+        """A subcommand whose --help starts with what it does and says every default."""
+        return sub.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".",
+                              formatter_class=_HelpWithDefaults, **kwargs)
+
+    command("status", parents=[common], help="is the daemon running, and what it holds"
                    ).set_defaults(run=cmd_status)
-    sub.add_parser("start", parents=[common], help="start the daemon if it is not running"
+    command("start", parents=[common], help="start the daemon if it is not running"
                    ).set_defaults(run=cmd_start)
-    sub.add_parser("stop", parents=[common], help="drain and stop the daemon"
+    command("stop", parents=[common], help="drain and stop the daemon"
                    ).set_defaults(run=cmd_stop)
-    sub.add_parser("stats", parents=[scoped], help="counts and index health of a workspace"
+    command("stats", parents=[scoped], help="counts and index health of a workspace"
                    ).set_defaults(run=cmd_stats)
-    store = sub.add_parser("store", parents=[scoped], help="remember something ('-' reads stdin)")
-    store.add_argument("content")
-    store.add_argument("--category", choices=CATEGORIES)
+    store = command("store", parents=[scoped], help="remember something ('-' reads stdin)")
+    store.add_argument("content", help="what to remember; '-' reads it from stdin")
+    store.add_argument("--category", choices=CATEGORIES,
+                       help="what kind of memory (default: general)")
     store.add_argument("--tag", action="append", help="a tag (repeatable)")
-    store.add_argument("--importance", type=int, default=3, choices=range(1, 6))
+    store.add_argument("--importance", type=_bounded(1, 5), default=3, metavar="1-5",
+                       help="1 trivial .. 5 critical; ranks search results")
     store.set_defaults(run=cmd_store)
-    relate = sub.add_parser("relate", parents=[scoped],
+    relate = command("relate", parents=[scoped],
                             help="link two memories (what dream's review hints ask for)")
-    relate.add_argument("from_id", type=int)
-    relate.add_argument("to_id", type=int)
+    relate.add_argument("from_id", type=int, help="the memory the link starts at")
+    relate.add_argument("to_id", type=int, help="the memory it points to")
     relate.add_argument("--type", help="related_to (default), supersedes (from replaces to) or "
                                        "explains (from explains to)")
     relate.set_defaults(run=cmd_relate)
-    unrelate = sub.add_parser("unrelate", parents=[scoped],
+    unrelate = command("unrelate", parents=[scoped],
                               help="remove the links from one memory to another")
-    unrelate.add_argument("from_id", type=int)
-    unrelate.add_argument("to_id", type=int)
+    unrelate.add_argument("from_id", type=int, help="the memory the links start at")
+    unrelate.add_argument("to_id", type=int, help="the memory they point to")
     unrelate.add_argument("--type", help="only links of this type")
     unrelate.add_argument("--both-directions", action="store_true",
                           help="also the links from to_id to from_id")
     unrelate.set_defaults(run=cmd_unrelate)
-    separate = sub.add_parser("keep-separate", parents=[scoped],
+    separate = command("keep-separate", parents=[scoped],
                               help="record that memories which look alike all hold")
-    separate.add_argument("ids", type=int, nargs="+", metavar="ID")
+    separate.add_argument("ids", type=int, nargs="+", metavar="ID",
+                          help="two or more memory ids that dream must not merge")
     separate.set_defaults(run=cmd_keep_separate)
-    search = sub.add_parser("search", parents=[scoped], help="find memories")
-    search.add_argument("query")
-    search.add_argument("--top-k", type=int, default=10)
+    search = command("search", parents=[scoped], help="find memories")
+    search.add_argument("query", help="words or a question; matched by meaning and keywords")
+    search.add_argument("--top-k", type=_bounded(1, 100), default=10, metavar="1-100",
+                        help="results to show")
     search.add_argument("--global", dest="global_search", action="store_true",
                         help="search every workspace in the database")
     search.set_defaults(run=cmd_search)
-    export = sub.add_parser("export", parents=[scoped],
+    export = command("export", parents=[scoped],
                             help="write the workspace's memories to a JSON file")
     export.add_argument("file", nargs="?", help="default: .memnest/exports/memories-<time>.json")
     export.set_defaults(run=cmd_export)
-    load = sub.add_parser("import", parents=[scoped],
+    load = command("import", parents=[scoped],
                           help="load a file written by export (progress on a terminal)")
-    load.add_argument("file")
+    load.add_argument("file", help="a JSON file that `memnest-ctl export` wrote")
     load.set_defaults(run=cmd_import, all=False)
 
-    svc = sub.add_parser("service", parents=[common],
+    svc = command("service", parents=[common],
                          help="run memnestd under systemd (Linux) or launchd (macOS)")
-    svc.add_argument("action", choices=["install", "uninstall", "status"])
+    svc.add_argument("action", choices=["install", "uninstall", "status"],
+                     help="install: write the unit files and start the service; uninstall: "
+                          "stop it and remove them; status: what is installed and running")
     svc.add_argument("--dry-run", action="store_true",
                      help="print the files and commands without acting")
     svc.add_argument("--model", help="embedding model for the service (default: the running "
@@ -601,9 +670,9 @@ def build_parser() -> argparse.ArgumentParser:
     svc.set_defaults(run=cmd_service)
 
     from .editor_configs import CLIENTS
-    config = sub.add_parser("config", parents=[common],
+    config = command("config", parents=[common],
                             help="add memnest to an MCP client's config file")
-    config.add_argument("client", choices=list(CLIENTS))
+    config.add_argument("client", choices=list(CLIENTS), help="the editor or agent to set up")
     mode = config.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="verify the entry, change nothing")
     mode.add_argument("--print", dest="print_only", action="store_true",
@@ -625,21 +694,22 @@ def build_parser() -> argparse.ArgumentParser:
     config.set_defaults(run=cmd_config)
 
     from . import hook
-    hooked = sub.add_parser("hook", help="run one agent hook event (what `config` installs; "
+    hooked = command("hook", help="run one agent hook event (what `config` installs; "
                             "reads the editor's hook JSON on stdin)")
     hook.add_arguments(hooked)
     hooked.set_defaults(run=lambda args: sys.exit(hook.run(args)))
 
-    logs = sub.add_parser("logs", parents=[common], help="show the daemon's log")
+    logs = command("logs", parents=[common], help="show the daemon's log")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
-    logs.add_argument("-n", "--lines", type=int, default=50, help="lines to show (default 50)")
+    logs.add_argument("-n", "--lines", type=_bounded(0, 1_000_000), default=50, metavar="N",
+                      help="lines to show")
     logs.set_defaults(run=cmd_logs)
 
     for name, run, text in (("dream", cmd_dream, "consolidate memory (memory_dream)"),
                             ("reindex", cmd_reindex, "rebuild the search indexes"),
                             ("verify", cmd_verify, "check the database against its indexes, "
                              "graph, topics and files (exit 1 on a finding)")):
-        cmd = sub.add_parser(name, parents=[scoped], help=text)
+        cmd = command(name, parents=[scoped], help=text)
         cmd.add_argument("--all", action="store_true",
                          help="every workspace the daemon has open")
         if name == "dream":
@@ -654,7 +724,7 @@ def build_parser() -> argparse.ArgumentParser:
                              help="skip comparing every stored vector")
         cmd.set_defaults(run=run)
 
-    sub.add_parser("doctor", parents=[common],
+    command("doctor", parents=[common],
                    help="check socket, daemon, versions, model, databases, service"
                    ).set_defaults(run=cmd_doctor)
     return parser
