@@ -514,7 +514,6 @@ def test_bad_input_through_the_mcp_shim(daemon, scratch):
         ("memory_list", {"offset": -1}, ["invalid_argument", "offset"]),
         ("memory_update", {"id": 1}, ["invalid_argument", "nothing to change"]),
         ("memory_stats", {"extra": 1}, ["invalid_argument", "extra"]),
-        ("memory_nope", {}, ["unknown_tool", "memory_nope"]),
     ]
 
     async def run():
@@ -524,6 +523,14 @@ def test_bad_input_through_the_mcp_shim(daemon, scratch):
                 text = error_text(result)
                 assert "Traceback" not in text, text
                 assert all(w in text for w in words), (tool, args, text)
+            # An unknown tool is a protocol error (invalid params), as the MCP specification's
+            # tools page has it, not a tool result.
+            from mcp.shared.exceptions import MCPError
+            with pytest.raises(MCPError) as unknown:
+                await session.call_tool("memory_nope", {})
+            assert unknown.value.code == -32602
+            assert "memory_nope" in unknown.value.message and "memory_store" in \
+                unknown.value.message
             ok = await session.call_tool("memory_store", {"content": "shim still works"})
             assert result_json(ok)["status"] == "stored"
 

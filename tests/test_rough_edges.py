@@ -48,6 +48,20 @@ def test_a_dimension_that_is_not_the_models_is_refused(fresh_daemon):
     assert "MEMORY_EMBEDDING_DIM='768', but the model gives 384" in proc.stderr.read()
 
 
+def test_a_daemon_that_cannot_start_is_a_defined_json_rpc_error(fresh_daemon, workspace):
+    from mcp.shared.exceptions import MCPError
+    fresh_daemon.env["MEMORY_EMBEDDING_DIM"] = "768"  # memnestd refuses to start with it
+
+    async def run():
+        async with fresh_daemon.mcp(workspace) as session:
+            with pytest.raises(MCPError) as failed:
+                await session.list_tools()
+            assert failed.value.code == -32603  # JSON-RPC's internal error, not 0
+            assert "memnest daemon unavailable" in failed.value.message
+            assert "MEMORY_EMBEDDING_DIM" in failed.value.message
+    anyio.run(run)
+
+
 def test_the_models_own_dimension_is_accepted_and_the_timeout_is_named(fresh_daemon, workspace):
     fresh_daemon.env.update(MEMORY_EMBEDDING_DIM="384", MEMORY_EMBED_TIMEOUT_S="30")
     fresh_daemon.start()

@@ -23,7 +23,8 @@ from . import jsonrpc_guard, lean
 from .render import render, response_format
 
 Server, stdio_server = lean.load()
-from mcp.shared.message import SessionMessage  # noqa: E402 (after the lean import above)
+from mcp.shared.exceptions import MCPError  # noqa: E402 (after the lean import above)
+from mcp.shared.message import SessionMessage  # noqa: E402
 
 log = logging.getLogger("memnest-mcp")
 ROOTS_TIMEOUT_S = 2.0
@@ -66,8 +67,9 @@ class Shim:
     async def list_tools(self, ctx, params) -> types.ListToolsResult:
         try:
             definitions = await anyio.to_thread.run_sync(self._definitions)
-        except DaemonUnavailable as exc:
-            raise RuntimeError(str(exc)) from None
+        except DaemonUnavailable as exc:  # JSON-RPC's internal error, not the SDK's code 0
+            raise MCPError(types.INTERNAL_ERROR, f"memnest daemon unavailable: {exc}",
+                           {"reason": "daemon_unavailable"}) from None
         return types.ListToolsResult(tools=[
             types.Tool(
                 name=d.name, description=d.description,
@@ -107,6 +109,8 @@ class Shim:
                 lambda: self.warmup.client().call_tool(params.name, arguments, workspace,
                                                        self.db_path, on_progress, origin))
         except ToolFailure as exc:
+            if exc.code == "unknown_tool":  # a protocol error, as the MCP specification has it
+                raise MCPError(types.INVALID_PARAMS, f"unknown tool: {exc.message}") from None
             return _error(f"{exc.code}: {exc.message}")
         except OutcomeUnknown as exc:
             return _error(f"outcome_unknown: {exc}")
