@@ -250,3 +250,29 @@ def test_config_refuses_a_model_memnestd_cannot_load(tmp_path, daemon):
     assert out.returncode == 1 and "not a model memnestd can load" in out.stderr
     fine = _ctl("config", "cursor", "--model", "BAAI/bge-base-en-v1.5", cwd=tmp_path, env=env)
     assert fine.returncode == 0, fine.stderr
+
+
+def test_reference_names_memnest_does_not_offer_point_to_the_replacement(call, workspace,
+                                                                          fresh_daemon):
+    with pytest.raises(ToolFailure) as retired:
+        call("memory_traverse", start_id=1)
+    assert retired.value.code == "unknown_tool"
+    assert "memory_query" in retired.value.message and "read_only" in retired.value.message
+    # The example the message gives runs as written.
+    first = call("memory_store", content="Retries live in the HTTP client")["id"]
+    second = call("memory_store", content="The HTTP client backs off exponentially")["id"]
+    call("memory_relate", from_id=first, to_id=second)
+    example = retired.value.message.split("e.g. ")[1].split(";")[0].replace(
+        "{id: 7}", f"{{id: {first}}}")
+    rows = call("memory_query", cypher_query=example, read_only=True)["rows"]
+    assert any(second in row.values() if isinstance(row, dict) else second in row
+               for row in rows), rows
+
+    with pytest.raises(ToolFailure) as fusion:
+        call("memory_search", query="retries", fusion="normalized")
+    assert "'context', the default, replaced it" in fusion.value.message
+
+    fresh_daemon.env["MEMORY_FUSION"] = "normalized"
+    proc = fresh_daemon.start(wait=False)
+    assert proc.wait(timeout=120) != 0
+    assert "'context', the default, replaced it" in proc.stderr.read()

@@ -98,8 +98,10 @@ class Settings:
     @classmethod
     def from_env(cls) -> "Settings":
         fusion = os.environ.get("MEMORY_FUSION", "context").strip().lower() or "context"
-        if fusion not in ("context", "legacy", "rrf"):
-            raise SystemExit(f"MEMORY_FUSION={fusion!r}: expected 'context', 'legacy' or 'rrf'")
+        if fusion not in FUSION_MODES:
+            raise SystemExit(f"MEMORY_FUSION={fusion!r}: "
+                             + (RETIRED_FUSION.get(fusion) or "expected 'context', 'legacy' or "
+                                "'rrf'"))
         return cls(
             embedding_model=os.environ.get("MEMORY_EMBEDDING_MODEL", "").strip() or DEFAULT_MODEL,
             fusion=fusion,
@@ -131,6 +133,15 @@ class Settings:
             query_memory_mb=max(64, _int("MEMNEST_QUERY_MEMORY_MB", 1024)),
         )
 
+
+FUSION_MODES = ("context", "legacy", "rrf")
+# Fusion modes of the reference server that memnest does not offer, and what to use instead.
+RETIRED_FUSION = {
+    "normalized": "'normalized' (min-max scaled cosine plus BM25) is not offered: 'context', "
+                  "the default, replaced it and ranks better on the LOCOMO benchmark (README, "
+                  "Retrieval quality); use 'context', or 'legacy' / 'rrf' for the older "
+                  "fusions",
+}
 
 # Settings of the single-process reference server that memnestd has no use for, with why.
 IGNORED_SETTINGS = {

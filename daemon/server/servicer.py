@@ -18,7 +18,7 @@ from ..core.errors import ToolError
 from ..core.records import Origin
 from ..store.registry import check_workspace
 from ..tools import TOOLS, ToolContext
-from ..tools.registry import parse_arguments
+from ..tools.registry import parse_arguments, unknown_tool_message
 
 log = logging.getLogger(__name__)
 
@@ -125,8 +125,7 @@ class MemnestService(pb_grpc.MemnestServicer):
         try:
             tool = TOOLS.get(request.tool)
             if tool is None:
-                raise ToolError("unknown_tool", f"no tool named {request.tool!r}; known tools: "
-                                + ", ".join(sorted(TOOLS)))
+                raise ToolError("unknown_tool", unknown_tool_message(request.tool))
             arguments = parse_arguments(request.arguments_json)
             tool.validate(arguments)
             ctx = ToolContext(workspace=check_workspace(request.workspace),

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable
 import jsonschema
 from jsonschema import validators
 
-from ..core.config import Settings
+from ..core.config import RETIRED_FUSION, Settings
 from ..core.errors import ToolError, invalid
 from ..core.records import Origin
 from ..store.registry import StoreRegistry
@@ -83,9 +83,26 @@ class Tool:
             raise invalid("; ".join(_describe(e) for e in errors[:3]))
 
 
+# Tools of the reference server that memnest does not offer, and what does the job instead.
+RETIRED_TOOLS = {
+    "memory_traverse": "memory_traverse (deprecated in the reference server) is not offered: "
+                       "memory_get shows a memory's links, and memory_query with "
+                       "read_only=true walks them, e.g. MATCH (a:Memory {id: 7})-[*1..2]-"
+                       "(b:Memory) RETURN DISTINCT b.id, b.content",
+}
+
+
+def unknown_tool_message(name: str) -> str:
+    retired = RETIRED_TOOLS.get(name)
+    known = "known tools: " + ", ".join(sorted(TOOLS))
+    return f"{retired}; {known}" if retired else f"no tool named {name!r}; {known}"
+
+
 def _describe(error: jsonschema.ValidationError) -> str:
     where = ".".join(str(p) for p in error.absolute_path) or "arguments"
     value, limit = error.instance, error.validator_value
+    if error.validator == "enum" and where == "fusion" and value in RETIRED_FUSION:
+        return f"fusion: {RETIRED_FUSION[value]}"
     if error.validator == "maxLength":
         return f"{where}: {len(value)} characters, over the limit of {limit}"
     if error.validator == "maxItems":
