@@ -1,0 +1,110 @@
+"""MEMORY_RESPONSE_FORMAT: compact JSON by default (measured cheaper than TOON for memnest's
+results, bench/response_tokens.py), TOON when asked, the same data either way; a bad value
+falls back to the default with a warning."""
+import json
+import logging
+
+import anyio
+import pytest
+import toon_format
+from memnest_shims.mcp.render import render, response_format
+
+MEMORIES = [
+    {"content": "Deploys go out on Tuesday after the 10:00 sync, never on Fridays.",
+     "category": "decision", "tags": ["deploy", "process"], "importance": 4},
+    {"content": 'Run the checks before pushing:\n  make lint\n  make test -k "not slow"',
+     "category": "pattern", "tags": ["testing"], "importance": 3},
+    {"content": "Alice prefers ruff over flake8, because it is faster; \"quotes\", commas: "
+                "and C:\\paths stay intact …", "category": "preference", "tags": ["tooling"]},
+]
+
+
+def calls(ids: list[int]) -> list[tuple[str, dict]]:
+    return [("memory_search", {"query": "when do deploys go out", "top_k": 3, "explain": True}),
+            ("memory_list", {"limit": 20}),
+            ("memory_get", {"ids": [*ids, 999999]}),
+            ("memory_get", {"id": ids[0]}),
+            ("memory_stats", {})]
+
+
+# -- the choice ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value, chosen", [
+    (None, "json"), ("", "json"), ("json", "json"), ("toon", "toon"), (" TOON ", "toon")])
+def test_the_default_is_json_and_the_variable_picks_the_format(monkeypatch, value, chosen):
+    if value is None:
+        monkeypatch.delenv("MEMORY_RESPONSE_FORMAT", raising=False)
+    else:
+        monkeypatch.setenv("MEMORY_RESPONSE_FORMAT", value)
+    assert response_format() == chosen
+
+
+def test_a_bad_value_falls_back_to_json_with_a_warning(monkeypatch, caplog):
+    monkeypatch.setenv("MEMORY_RESPONSE_FORMAT", "yaml")
+    with caplog.at_level(logging.WARNING, logger="memnest-mcp"):
+        assert response_format() == "json"
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "MEMORY_RESPONSE_FORMAT='yaml'" in warning and "using json" in warning
+
+
+def test_both_renderings_carry_the_same_value():
+    result = {"results": [{"id": 1, "content": 'a, b: "c"\nd …', "tags": ["x", "y"],
+                           "score": 0.5, "explain": {"vector": 0.25}},
+                          {"id": 2, "content": "123", "tags": [], "score": 1.0,
+                           "accessed_at": "2026-01-02T03:04:05Z", "truncated": True}],
+              "count": 2, "has_more": False, "scope": "workspace", "missing": [],
+              "filters": {}, "none": None}
+    compact = render(result, "json")
+    assert json.loads(compact) == result
+    assert compact.startswith('{"results":[{"id":1,"content":"a, b: \\"c\\"\\nd …",')
+    assert toon_format.decode(render(result, "toon")) == result
+
+
+# -- through the real shim -------------------------------------------------------------------
+
+def test_the_shim_sends_the_same_data_in_both_formats(daemon, workspace):
+    """Each result's text, JSON by default and TOON when asked, decodes to the structured
+    content the shim sends beside it; errors stay plain text in both."""
+    seen: dict[str, list] = {}
+
+    async def session(fmt: str | None, ids: list[int]) -> list:
+        env = {} if fmt is None else {"MEMORY_RESPONSE_FORMAT": fmt}
+        out = []
+        async with daemon.mcp(workspace, **env) as s:
+            for tool, arguments in calls(ids):
+                result = await s.call_tool(tool, arguments)
+                assert not result.is_error, result.content[0].text
+                out.append((tool, result.content[0].text, result.structured_content))
+            missing = await s.call_tool("memory_get", {"id": 999999})
+            assert missing.is_error and missing.content[0].text.startswith("not_found: ")
+        return out
+
+    async def body():
+        async with daemon.mcp(workspace) as s:
+            stored = await s.call_tool("memory_store", {"items": MEMORIES})
+        ids = [r["id"] for r in json.loads(stored.content[0].text)["results"]]
+        seen["json"] = await session(None, ids)
+        seen["toon"] = await session("toon", ids)
+    anyio.run(body)
+
+    for tool, text, structured in seen["json"]:
+        assert text.startswith("{") and json.loads(text) == structured, tool
+    for tool, text, structured in seen["toon"]:
+        assert not text.lstrip().startswith("{"), tool
+        assert toon_format.decode(text) == structured, tool
+    for fmt, decode in (("json", json.loads), ("toon", toon_format.decode)):
+        search, listed, got, one, stats = (decode(text) for _, text, _ in seen[fmt])
+        assert search["results"] and all("explain" in r for r in search["results"])
+        assert {m["content"] for m in listed["memories"]} == {m["content"] for m in MEMORIES}
+        assert len(got["memories"]) == 3 and got["missing"] == [999999]
+        assert one["content"] == MEMORIES[0]["content"] and one["tags"] == ["deploy", "process"]
+        assert stats["memories"] == 3
+
+def test_the_shim_warns_about_a_bad_value_and_answers_in_json(daemon, workspace):
+    async def body():
+        async with daemon.mcp(workspace, MEMORY_RESPONSE_FORMAT="yaml-please") as s:
+            return await s.call_tool("memory_stats", {})
+    result = anyio.run(body)
+    assert json.loads(result.content[0].text) == result.structured_content
+    log = (daemon.root / "shim-stderr.log").read_text()
+    assert "MEMORY_RESPONSE_FORMAT='yaml-please' is not one of json, toon; using json" in log
