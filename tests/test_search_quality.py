@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from memnest_daemon.search import ranking as search
-from memnest_daemon.core.config import Settings
+from memnest_daemon.core.config import FUSION_MODES, Settings
 from memnest_daemon.search.indexes import KeywordIndex, VectorIndex
 from memnest_daemon.search.query_analysis import STOPWORDS, analyse, keyword_terms
 from memnest_daemon.core.records import Memory, content_hash
@@ -178,7 +178,7 @@ def test_workspaces_stay_apart_in_a_shared_database():
 def test_context_is_the_default_fusion(monkeypatch):
     monkeypatch.delenv("MEMORY_FUSION", raising=False)
     assert Settings.from_env().fusion == "context" == search.DEFAULT_FUSION
-    for mode in search.FUSION_MODES:
+    for mode in FUSION_MODES:
         monkeypatch.setenv("MEMORY_FUSION", mode)
         assert Settings.from_env().fusion == mode
     monkeypatch.setenv("MEMORY_FUSION", "bogus")

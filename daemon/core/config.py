@@ -64,6 +64,9 @@ class DreamSettings:
         )
 
 
+MAX_GRAPH_SNAPSHOTS = 100  # MEMORY_GRAPH_SNAPSHOTS is capped here
+
+
 @dataclass(frozen=True)
 class Settings:
     embedding_model: str
@@ -91,6 +94,7 @@ class Settings:
     query_timeout_s: float
     dream: DreamSettings
     graph_max_nodes: int
+    graph_snapshots: int  # earlier graph pages memory_graph_html keeps beside the new one
     output_dir: str  # where tools may write files besides a workspace's .memnest/
     max_open_databases: int
     query_memory_mb: int  # what one memory_query may allocate, beyond the database's pool
@@ -128,6 +132,8 @@ class Settings:
             query_timeout_s=max(0.1, _float("MEMORY_QUERY_TIMEOUT_S", 10)),
             dream=DreamSettings.from_env(),
             graph_max_nodes=max(1, _int("MEMORY_GRAPH_MAX_NODES", 2000)),
+            graph_snapshots=min(MAX_GRAPH_SNAPSHOTS,
+                                max(0, _int("MEMORY_GRAPH_SNAPSHOTS", 5))),
             output_dir=os.path.expanduser(os.environ.get("MEMNEST_OUTPUT_DIR", "").strip()),
             max_open_databases=max(1, _int("MEMNEST_MAX_OPEN_DATABASES", 16)),
             query_memory_mb=max(64, _int("MEMNEST_QUERY_MEMORY_MB", 1024)),

@@ -28,7 +28,6 @@ from ..core.growable import grown
 from ..core.records import Memory, utcnow
 from .query_analysis import QueryAnalysis, analyse
 
-FUSION_MODES = ("context", "legacy", "rrf")
 DEFAULT_FUSION = "context"
 
 VECTOR_WEIGHT = 0.7
@@ -115,17 +114,63 @@ def fuse(vector_hits: list[tuple[int, float]], keyword_hits: list[tuple[int, flo
 
 
 def rank(store, query: str, query_vector, flt: SearchFilter, pool: int, mode: str,
-         rrf_k: int) -> list[Ranked]:
+         rrf_k: int, census: dict | None = None) -> list[Ranked]:
     """Every candidate the two channels find for `query` within the filter, best first.
-    Call with the store's read lock held."""
+    Call with the store's read lock held. Given a `census` dict (explain), fills it with
+    what the search considered (search_census()); without one nothing extra is counted."""
     if mode == "context":
-        return rank_context(store, analyse(query), query_vector, flt, pool)
+        return rank_context(store, analyse(query), query_vector, flt, pool, census)
     allowed = scope_ids(store, flt)
     vector_hits = store.vectors.search(query_vector, allowed, pool)
-    keyword_hits = [(i, s) for i, s in store.keywords.search(
+    found = store.keywords.search(
         query, pool, flt.workspace, [flt.category] if flt.category else None,
-        flt.tags or None) if allowed is None or i in allowed]
-    return fuse(vector_hits, keyword_hits, store.catalog, mode, rrf_k)
+        flt.tags or None)
+    keyword_hits = [(i, s) for i, s in found if allowed is None or i in allowed]
+    ranked = fuse(vector_hits, keyword_hits, store.catalog, mode, rrf_k)
+    if census is not None:
+        census.update(search_census(store, flt, allowed, pool, vector_hits, found,
+                                    keyword_hits, len(ranked), 0))
+    return ranked
+
+
+def search_census(store, flt: SearchFilter, allowed: frozenset[int] | None, pool: int,
+                  vector_hits: list[tuple[int, float]], keyword_found: list[tuple[int, float]],
+                  keyword_hits: list[tuple[int, float]], kept: int, neighbours: int) -> dict:
+    """What one search considered, for explain: the corpus and the scope it searched, each
+    channel's candidates, how many the filters dropped, and whether the vector channel could
+    reach every memory in scope. Costs a pass over the scope: only explain asks for it."""
+    catalog = store.catalog
+    in_workspace = len(catalog) if flt.workspace is None else \
+        store.per_workspace.get(flt.workspace, 0)
+    scope = len(catalog) if allowed is None else len(allowed)
+    vector_ids = {i for i, _ in vector_hits}
+    keyword_ids = {i for i, _ in keyword_hits}
+    union = vector_ids | keyword_ids
+    if len(vector_hits) < pool:
+        # The channel returned fewer than it was asked for: it held every indexed memory in
+        # scope, so its own hits are the census.
+        mode = "ranked_hits"
+        reachable = sum(1 for i in vector_ids if i in catalog)
+    else:
+        # The pool is smaller than the scope: count the scope's ids against the index.
+        mode = "id_probe"
+        indexed = store.vectors.ids()
+        reachable = sum(1 for i in (catalog if allowed is None else allowed) if i in indexed)
+    return {
+        "corpus": len(catalog),
+        "in_workspace": in_workspace,
+        "in_scope": scope,
+        "pool": pool,
+        "candidates": {"vector": len(vector_hits), "keyword": len(keyword_hits),
+                       "both": len(vector_ids & keyword_ids), "neighbours": neighbours,
+                       "considered": kept},
+        "dropped_by_filters": (len(keyword_found) - len(keyword_hits))
+        + max(0, len(union) + neighbours - kept),
+        "vector_coverage": {"census_mode": mode, "reachable": reachable, "in_scope": scope,
+                            "share": round(reachable / scope, 4) if scope else 1.0,
+                            "complete": reachable >= scope,
+                            "scan": "bounded" if store.vectors.bounded() else "full"},
+    }
 
 
 def demote_superseded(graph, ranked: list) -> list:
@@ -289,15 +334,16 @@ class _Evidence:
 
 
 def rank_context(store, q: QueryAnalysis, query_vector, flt: SearchFilter,
-                 pool: int) -> list[Ranked]:
+                 pool: int, census: dict | None = None) -> list[Ranked]:
     catalog, keywords = store.catalog, store.keywords
     allowed = scope_ids(store, flt)
     scores = store.vectors.scores(query_vector)
     # Candidates: each channel's best `pool` within the filter.
     vector_hits = scores.best(allowed, pool)
-    keyword_hits = [(i, s) for i, s in keywords.search(
+    found = keywords.search(
         " ".join(q.keywords), pool, flt.workspace, [flt.category] if flt.category else None,
-        flt.tags or None) if allowed is None or i in allowed]
+        flt.tags or None)
+    keyword_hits = [(i, s) for i, s in found if allowed is None or i in allowed]
     best = max((s for _, s in keyword_hits), default=0.0)
     keyword = {i: s / best for i, s in keyword_hits} if best > 0 else {}
     candidates = [catalog[i] for i in dict.fromkeys([i for i, _ in vector_hits] +
@@ -310,11 +356,16 @@ def rank_context(store, q: QueryAnalysis, query_vector, flt: SearchFilter,
     own, _ = evidence.base(ids)
     strongest = ids[np.lexsort((-ids, -own))[:EXPAND_FROM]]
     seen_ids = set(ids.tolist())
+    matched = len(candidates)
     for other_id in evidence.window(strongest).ravel().tolist():
         other = catalog.get(other_id) if other_id else None
         if other is not None and other_id not in seen_ids and flt.admits(other):
             seen_ids.add(other_id)
             candidates.append(other)
+    if census is not None:
+        census.update(search_census(store, flt, allowed, pool, vector_hits, found,
+                                    keyword_hits, len(candidates),
+                                    len(candidates) - matched))
 
     # Each candidate's evidence, plus a share of its best neighbour's.
     ids = np.array([m.id for m in candidates], dtype=np.int64)

@@ -14,11 +14,19 @@ The rules:
   link is never written through. An existing file is replaced only if it is one of ours
   (it starts with the expected signature), so a wrong path cannot clobber someone's source
   file or the database.
+- Snapshots (write_file_keeping: the graph page) keep the file being replaced as a new
+  timestamped file in a folder beside it, reached with the same rules (no link followed, the
+  folder created 0700, files 0600 with O_EXCL so nothing existing is ever written). Only the
+  newest few are kept, and a file is pruned only if memnest wrote it: a regular file (not a
+  link) of the daemon's user starting with the signature. Anything else there, whatever its
+  name, is left as it is.
 """
 import os
+import re
 import secrets
 import stat
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 from ..core.errors import ToolError, invalid
 
@@ -141,6 +149,21 @@ def write_file(workspace: str, path: str | None, default: str, data: bytes,
     Files are written only under the workspace's own folder (.memnest/) or under
     `output_dir` (MEMNEST_OUTPUT_DIR, the user's choice): a tool call steered by text the
     agent read must not create files anywhere else."""
+    return _write(workspace, path, default, data, signature, kind, output_dir, 0)[0]
+
+
+def write_file_keeping(workspace: str, path: str | None, default: str, data: bytes,
+                       signature: bytes, kind: str, output_dir: str,
+                       keep: int) -> tuple[str, dict | None]:
+    """write_file(), keeping the file it replaces as a snapshot beside it:
+    `<stem>-snapshots/<stem>-<UTC time>[-n]<suffix>` (e.g. .memnest/graph-snapshots/
+    graph-20260101T120000Z.html), and only the newest `keep` snapshots memnest wrote there.
+    Returns the path written and what happened to the snapshots (None when keep is 0)."""
+    return _write(workspace, path, default, data, signature, kind, output_dir, keep)
+
+
+def _write(workspace: str, path: str | None, default: str, data: bytes, signature: bytes,
+           kind: str, output_dir: str, keep: int) -> tuple[str, dict | None]:
     loc = locate(workspace, path, default)
     _check_confined(loc, workspace, kind, output_dir)
     try:
@@ -150,8 +173,11 @@ def write_file(workspace: str, path: str | None, default: str, data: bytes,
     except OSError as exc:
         raise _storage_error("reach the directory of", loc, exc) from None
     tmp = None
+    snapshots = None
     try:
         _check_replaceable(dir_fd, loc, signature, kind)
+        if keep > 0:  # before the file is replaced; a refusal here leaves it as it was
+            snapshots = _snapshot(dir_fd, loc, signature, kind, keep).report()
         tmp = f".{loc.name[:200]}.{secrets.token_hex(6)}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
                      | getattr(os, "O_CLOEXEC", 0), 0o600, dir_fd=dir_fd)
@@ -180,7 +206,7 @@ def write_file(workspace: str, path: str | None, default: str, data: bytes,
             except OSError:
                 pass
         os.close(dir_fd)
-    return loc.shown
+    return loc.shown, snapshots
 
 
 def _check_confined(loc: Location, workspace: str, kind: str, output_dir: str) -> None:
@@ -217,6 +243,200 @@ def _check_replaceable(dir_fd: int, loc: Location, signature: bytes, kind: str) 
     if head != signature:
         raise invalid(f"{loc.shown} exists and is not a {kind} written by memnest; it is left "
                       "as it is. Choose another path, or remove the file first")
+
+
+# -- snapshots ------------------------------------------------------------------------------
+
+SNAPSHOT_SCAN_LIMIT = 10_000  # entries of a snapshot folder looked at when pruning
+_SNAPSHOT_NAME_TRIES = 100    # snapshots of one second: name, name-1, ... name-99
+_CHUNK = 1 << 20
+
+
+@dataclass
+class _Snapshots:
+    folder: str                 # absolute path of the snapshot folder
+    keep: int
+    kept: str | None = None     # the snapshot of the file just replaced
+    pruned: list[str] = field(default_factory=list)
+    left_alone: list[str] = field(default_factory=list)  # named like one, not memnest's
+
+    def report(self) -> dict:
+        out: dict = {"folder": self.folder, "keep": self.keep, "kept": self.kept,
+                     "pruned": self.pruned}
+        if self.left_alone:
+            out["left_alone"] = self.left_alone
+        return out
+
+
+def snapshot_names(name: str) -> tuple[str, str, str, re.Pattern]:
+    """For a file name: its snapshot folder, the prefix and suffix of its snapshots, and the
+    pattern a snapshot's name matches (group 1: the time, group 2: the number, if any)."""
+    stem, _, ext = name.rpartition(".")
+    if not stem or len(ext) > 16:
+        stem, suffix = name, ""
+    else:
+        suffix = "." + ext
+    stem = stem[:100]
+    pattern = re.compile(re.escape(stem) + r"-(\d{8}T\d{6}Z)(?:-(\d{1,2}))?"
+                         + re.escape(suffix) + r"\Z")
+    return f"{stem}-snapshots", f"{stem}-", suffix, pattern
+
+
+def _snapshot(dir_fd: int, loc: Location, signature: bytes, kind: str,
+              keep: int) -> _Snapshots:
+    """Copy the file at `loc` (if there is one, and it is ours) into its snapshot folder,
+    then prune the folder down to the newest `keep` snapshots memnest wrote."""
+    folder, prefix, suffix, pattern = snapshot_names(loc.name)
+    shown = os.path.join(loc.parent, folder)
+    out = _Snapshots(shown, keep)
+    src = _open_ours(dir_fd, loc.name, signature)
+    if src is None and _lstat(dir_fd, loc.name) is not None:
+        # _check_replaceable saw one of ours here a moment ago
+        raise invalid(f"{loc.shown} changed while it was being replaced; try again")
+    try:
+        snap_fd = _open_snapshot_folder(dir_fd, folder, shown, create=src is not None)
+        if snap_fd is None:
+            return out
+        try:
+            name = None
+            if src is not None:
+                name = _copy_snapshot(src, snap_fd, prefix, suffix, pattern, shown)
+                out.kept = os.path.join(shown, name)
+            pruned, out.left_alone = _prune(snap_fd, pattern, signature, keep, name)
+            out.pruned = [os.path.join(shown, n) for n in pruned]
+        finally:
+            os.close(snap_fd)
+    finally:
+        if src is not None:
+            os.close(src)
+    return out
+
+
+def _open_snapshot_folder(dir_fd: int, folder: str, shown: str, create: bool) -> int | None:
+    """The snapshot folder, opened without following a link (None: absent, not created)."""
+    try:
+        fd = os.open(folder, _DIR_FLAGS | _NOFOLLOW, dir_fd=dir_fd)
+    except FileNotFoundError:
+        if not create:
+            return None
+        try:
+            os.mkdir(folder, 0o700, dir_fd=dir_fd)
+        except FileExistsError:
+            pass  # made in between; opened (and checked) below
+        fd = _open_existing_dir(folder, dir_fd, shown)
+    except OSError:  # a link (ELOOP) or not a folder: refused with the reason
+        fd = _open_existing_dir(folder, dir_fd, shown)
+    try:
+        st = os.fstat(fd)
+        if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o077:
+            os.fchmod(fd, 0o700)  # private, as every folder memnest keeps
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_ours(dir_fd: int, name: str, signature: bytes) -> int | None:
+    """A descriptor of `name` if it is a file memnest wrote: a regular file, not a link, of
+    the daemon's user, starting with `signature`; else None."""
+    try:
+        fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | getattr(os, "O_CLOEXEC", 0),
+                     dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and \
+                os.pread(fd, len(signature), 0) == signature:
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
+def _copy_snapshot(src: int, snap_fd: int, prefix: str, suffix: str, pattern: re.Pattern,
+                   shown: str) -> str:
+    """Copy `src` to a new file (O_EXCL: nothing existing is written) named for this
+    second, numbered after any snapshot of the same second; returns its name."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    first = 0
+    with os.scandir(snap_fd) as entries:
+        for n, entry in enumerate(entries):
+            if n >= SNAPSHOT_SCAN_LIMIT:
+                break
+            found = pattern.match(entry.name)
+            if found is not None and found.group(1) == stamp:
+                first = max(first, int(found.group(2) or 0) + 1)
+    for n in range(first, _SNAPSHOT_NAME_TRIES):
+        name = f"{prefix}{stamp}{f'-{n}' if n else ''}{suffix}"
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
+                         | getattr(os, "O_CLOEXEC", 0), 0o600, dir_fd=snap_fd)
+        except FileExistsError:
+            continue
+        try:
+            os.fchmod(fd, 0o600)
+            offset = 0
+            while True:
+                chunk = os.pread(src, _CHUNK, offset)
+                if not chunk:
+                    break
+                offset += len(chunk)
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view):]
+            os.fsync(fd)
+        except BaseException:
+            _unlink_same(snap_fd, name, os.fstat(fd))
+            raise
+        finally:
+            os.close(fd)
+        return name
+    raise invalid(f"{shown} already holds {_SNAPSHOT_NAME_TRIES} snapshots named for this "
+                  "second; try again in a moment")
+
+
+def _prune(snap_fd: int, pattern: re.Pattern, signature: bytes, keep: int,
+           kept: str | None) -> tuple[list[str], list[str]]:
+    """Delete all but the newest `keep` snapshots memnest wrote (`kept`, the one just
+    written, counts as the newest whatever the clock did); returns the names deleted and
+    the names of snapshot-like files that are not memnest's (left alone)."""
+    ours: list[tuple[tuple[str, int], str, os.stat_result]] = []
+    left_alone: list[str] = []
+    with os.scandir(snap_fd) as entries:
+        for n, entry in enumerate(entries):
+            if n >= SNAPSHOT_SCAN_LIMIT:
+                break
+            found = pattern.match(entry.name)
+            if found is None:
+                continue
+            fd = _open_ours(snap_fd, entry.name, signature)
+            if fd is None:
+                left_alone.append(entry.name)
+                continue
+            try:
+                st = os.fstat(fd)
+            finally:
+                os.close(fd)
+            ours.append(((found.group(1), int(found.group(2) or 0)), entry.name, st))
+    ours.sort(key=lambda o: (o[1] == kept, o[0]), reverse=True)
+    pruned = [name for _, name, st in ours[keep:] if _unlink_same(snap_fd, name, st)]
+    return sorted(pruned), sorted(left_alone)
+
+
+def _unlink_same(dir_fd: int, name: str, st: os.stat_result) -> bool:
+    """Delete `name` only if it is still the file `st` describes (not a link, not a file
+    put in its place)."""
+    now = _lstat(dir_fd, name)
+    if now is None or not stat.S_ISREG(now.st_mode) or \
+            (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+        return False
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+    except OSError:
+        return False
+    return True
 
 
 def read_file(workspace: str, path: str, limit: int) -> tuple[bytes, str]:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from ..core.errors import invalid
 from ..core.records import iso, utcnow
-from ..storage.safe_files import write_file
+from ..storage.safe_files import write_file_keeping
 from .graph_page import SIGNATURE, render
 from .registry import ToolContext, tool
 
@@ -14,8 +14,11 @@ DEFAULT_PATH = ".memnest/graph.html"
 @tool("memory_graph_html",
       "Draw this workspace's memories, their topics and links as one self-contained, "
       "interactive HTML page (opens offline in any browser; click a node for its details). "
-      "It is written under the workspace's .memnest/ folder (default .memnest/graph.html). "
-      "Refuses graphs with more nodes than MEMORY_GRAPH_MAX_NODES.",
+      "It is written under the workspace's .memnest/ folder (default .memnest/graph.html); "
+      "the page it replaces is kept as a timestamped snapshot beside it (default "
+      ".memnest/graph-snapshots/, the newest MEMORY_GRAPH_SNAPSHOTS; `snapshot` in the "
+      "result says which was kept and which were pruned). Refuses graphs with more nodes "
+      "than MEMORY_GRAPH_MAX_NODES.",
       {"type": "object",
        "properties": {
            "path": {"type": "string", "minLength": 1, "maxLength": 4096,
@@ -69,8 +72,12 @@ def memory_graph_html(ctx: ToolContext, args: dict) -> dict:
             "separate": [[a, b] for a, b in separate],
         }
     page = render(data)
-    path = write_file(ctx.workspace, args.get("path"), DEFAULT_PATH, page, SIGNATURE,
-                      "graph page", ctx.settings.output_dir)
-    return {"path": path, "url": Path(path).as_uri(), "nodes": nodes,
-            "memories": len(memories), "topics": len(topics), "edges": len(edges),
-            "keep_separate": len(separate), "bytes": len(page)}
+    path, snapshots = write_file_keeping(ctx.workspace, args.get("path"), DEFAULT_PATH, page,
+                                         SIGNATURE, "graph page", ctx.settings.output_dir,
+                                         ctx.settings.graph_snapshots)
+    out = {"path": path, "url": Path(path).as_uri(), "nodes": nodes,
+           "memories": len(memories), "topics": len(topics), "edges": len(edges),
+           "keep_separate": len(separate), "bytes": len(page)}
+    if snapshots is not None:
+        out["snapshot"] = snapshots
+    return out

@@ -3,8 +3,9 @@ from typing import Any
 
 import numpy as np
 
+from ..core.config import FUSION_MODES
 from ..core.errors import invalid, not_found
-from ..core.records import Memory, content_hash, iso, normalise_tags, utcnow
+from ..core.records import Memory, content_hash, normalise_tags, utcnow
 from ..curation.conflicts import conflicts
 from ..curation.ingest import BRIEF_CONFLICTS_HINT, Item, ingest
 from ..curation.screening import flag
@@ -102,8 +103,10 @@ def memory_store(ctx: ToolContext, args: dict) -> dict:
            **ORIGIN_FILTERS,
            "preview_chars": PREVIEW,
            "explain": {"type": "boolean",
-                       "description": "Show each ranking channel's contribution."},
-           "fusion": {"type": "string", "enum": ["context", "legacy", "rrf"],
+                       "description": "Show each ranking channel's contribution, and in "
+                                      "`explain_meta` what the search considered (scope, "
+                                      "candidates per channel, filters, vector coverage)."},
+           "fusion": {"type": "string", "enum": list(FUSION_MODES),
                       "description": "Override MEMORY_FUSION for this call."},
        },
        "required": ["query"], "additionalProperties": False},
@@ -118,15 +121,21 @@ def memory_search(ctx: ToolContext, args: dict) -> dict:
     query_vector = ctx.embedder.embed_one(query)  # outside the lock
     store = ctx.store
     graph_weight = ctx.settings.dream.graph_weight
+    explain = bool(args.get("explain"))
+    census: dict | None = {} if explain else None  # counted only when explain is asked
+    flt = SearchFilter(
+        workspace=None if everywhere else ctx.workspace, category=args.get("category"),
+        tags=normalise_tags(args.get("tags")),
+        min_importance=args.get("min_importance", 1), via=args.get("via"),
+        client=args.get("client"))
+    pool = max(ctx.settings.search_candidates, offset + top_k)
+    mode = args.get("fusion", ctx.settings.fusion)
     with store.reading():
-        ranked = rank(store, query, query_vector, SearchFilter(
-            workspace=None if everywhere else ctx.workspace, category=args.get("category"),
-            tags=normalise_tags(args.get("tags")),
-            min_importance=args.get("min_importance", 1), via=args.get("via"),
-            client=args.get("client")),
-            pool=max(ctx.settings.search_candidates, offset + top_k),
-            mode=args.get("fusion", ctx.settings.fusion), rrf_k=ctx.settings.rrf_k)
+        ranked = rank(store, query, query_vector, flt, pool=pool, mode=mode,
+                      rrf_k=ctx.settings.rrf_k, census=census)
         ranked = demote_superseded(store.graph, boost(ranked, store.signal, graph_weight))
+        if census is not None:
+            census = _explain_meta(store, census, ranked, flt, mode, graph_weight)
         page = ranked[offset:offset + top_k]
         store.record_access(r.memory.id for r in page)
         preview = preview_chars(ctx, args)
@@ -135,12 +144,38 @@ def memory_search(ctx: ToolContext, args: dict) -> dict:
         for r in page:
             item = annotate(store, r.memory, r.memory.view(preview), flagged.get(r.memory.id))
             item["score"] = round(r.score, 4)
-            if args.get("explain"):
+            if explain:
                 item["explain"] = {k: round(v, 4) for k, v in r.parts.items()}
             results.append(item)
-    return {"results": results, "count": len(results), "offset": offset,
-            "has_more": offset + top_k < len(ranked), "scope": "global" if everywhere
-            else "workspace"}
+    out = {"results": results, "count": len(results), "offset": offset,
+           "has_more": offset + top_k < len(ranked), "scope": "global" if everywhere
+           else "workspace"}
+    if census is not None:
+        out["explain_meta"] = census
+    return out
+
+
+def _explain_meta(store, census: dict, ranked: list, flt: SearchFilter, mode: str,
+                  graph_weight: float) -> dict:
+    """The search's census (ranking.search_census) with what the steps after ranking did:
+    the fusion mode, the filters applied, the graph channel and superseded memories."""
+    graph, signal = store.graph, store.signal
+    filters = {"category": flt.category, "tags": flt.tags or None,
+               "min_importance": flt.min_importance if flt.min_importance > 1 else None,
+               "via": flt.via, "client": flt.client}
+    candidates = dict(census.pop("candidates", {}))
+    candidates["graph"] = sum(1 for r in ranked if r.memory.id in signal) \
+        if graph_weight > 0 and signal else 0
+    return {
+        "fusion": mode,
+        "scope": "global" if flt.workspace is None else "workspace",
+        **census,
+        "candidates": candidates,
+        "filters": {k: v for k, v in filters.items() if v is not None},
+        "superseded_demoted": sum(1 for r in ranked if graph.superseded_by(r.memory.id)
+                                  and not graph.supersession_cycle(r.memory.id)),
+        "ranked": len(ranked),
+    }
 
 
 def annotate(store, m: Memory, item: dict, found: list | None) -> dict:
@@ -345,58 +380,3 @@ def memory_delete(ctx: ToolContext, args: dict) -> dict:
             store.commit(Changes(deleted=deleted))
     status = "deleted" if not missing else ("not_found" if not deleted else "partial")
     return {"status": status, "deleted": deleted, "missing": missing}
-
-
-# -- memory_stats ----------------------------------------------------------------------------
-
-@tool("memory_stats",
-      "Counts for this workspace (memories, categories, topics, most important), the database "
-      "location, search index health and the daemon's runtime.",
-      {"type": "object", "properties": {}, "additionalProperties": False},
-      read_only=True, idempotent=True)
-def memory_stats(ctx: ToolContext, args: dict) -> dict:
-    store = ctx.store
-    with store.reading():
-        mine = store.in_scope(ctx.workspace)
-        categories: dict[str, int] = {}
-        topics: dict[str, int] = {}
-        for m in mine:
-            categories[m.category] = categories.get(m.category, 0) + 1
-            for t in m.tags:
-                topics[t] = topics.get(t, 0) + 1
-        top = sorted(mine, key=lambda m: (m.importance, m.access_count, m.id), reverse=True)[:5]
-        census = index_census(store)
-        newest = max((m.updated_at for m in mine), default=None)
-    return {
-        "workspace": ctx.workspace,
-        "database": store.db_path,
-        "memories": len(mine),
-        "categories": dict(sorted(categories.items())),
-        "topics": len(topics),
-        "top_topics": dict(sorted(topics.items(), key=lambda kv: (-kv[1], kv[0]))[:10]),
-        "top_memories": [m.view(120) for m in top],
-        "last_updated": iso(newest),
-        "embedding_model": store.model,
-        "index_health": census,
-        "runtime": ctx.runtime(),
-    }
-
-
-def index_census(store) -> dict:
-    """Count, against the database itself, every row the search indexes should hold and do
-    not (or hold and should not). Healthy only when every count of a problem is zero."""
-    rows = store.db.census_rows()  # (id, has embedding, embedding model) of every row
-    in_db = {i for i, _, _ in rows}
-    embedded = {i for i, has_vector, _ in rows if has_vector}
-    vector_ids, keyword_ids = store.vectors.ids(), store.keywords.ids()
-    problems = {
-        "missing_from_vector_index": len(embedded - vector_ids),
-        "missing_from_keyword_index": len(in_db - keyword_ids),
-        "stray_in_vector_index": len(vector_ids - embedded),
-        "stray_in_keyword_index": len(keyword_ids - in_db),
-        "rows_without_embedding": len(in_db - embedded),
-        "stale_embedding_signature": sum(1 for _, _, model in rows if model != store.model),
-    }
-    return {"rows_in_database": len(in_db), "rows_with_embedding": len(embedded),
-            "vector_indexed": len(vector_ids), "keyword_indexed": len(keyword_ids),
-            **problems, "healthy": not any(problems.values())}

@@ -101,7 +101,8 @@ def unknown_tool_message(name: str) -> str:
 def _describe(error: jsonschema.ValidationError) -> str:
     where = ".".join(str(p) for p in error.absolute_path) or "arguments"
     value, limit = error.instance, error.validator_value
-    if error.validator == "enum" and where == "fusion" and value in RETIRED_FUSION:
+    if error.validator == "enum" and where == "fusion" and isinstance(value, str) \
+            and value in RETIRED_FUSION:
         return f"fusion: {RETIRED_FUSION[value]}"
     if error.validator == "maxLength":
         return f"{where}: {len(value)} characters, over the limit of {limit}"
