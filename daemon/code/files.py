@@ -1,0 +1,236 @@
+"""Reading the workspace's source files safely, and caching what one search page read.
+
+A cited path is relative to the workspace and stays inside it: no absolute path, no `..`,
+no symbolic link on any component. Each directory is opened relative to the one before with
+O_NOFOLLOW (as storage/safe_files.py does for the tools' files), so a link planted anywhere
+on the way is refused rather than followed. The file itself is opened with O_NOFOLLOW and
+O_NONBLOCK (a FIFO planted under the cited name must not block) and read only when fstat says
+it is a regular file. Files over MAX_FILE_BYTES and binary files are not anchored.
+"""
+import hashlib
+import os
+import stat
+import time
+from dataclasses import dataclass
+
+MAX_FILE_BYTES = 2 << 20   # bigger files are not anchored: hashing them on a search costs
+MAX_PATH_CHARS = 1024
+_BINARY_PROBE = 8192       # a NUL in the first 8 KB means binary (as git decides)
+RACY_NS = 2_000_000_000    # a file modified this recently may change again within the same
+#                            mtime tick: its mtime is not trusted to mean "unchanged"
+
+_DIR_FLAGS = (os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NONBLOCK", 0)
+              | getattr(os, "O_CLOEXEC", 0))
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_FILE_FLAGS = (os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0)
+               | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+
+
+class AnchorError(ValueError):
+    """Code that cannot be anchored, in a sentence a model can act on."""
+
+
+class FileMissing(AnchorError):
+    """The cited file (or a folder on its way) does not exist."""
+
+
+class NotRegular(AnchorError):
+    """Something other than a regular file sits under the cited name (a link, a FIFO...)."""
+
+
+def clean_path(path: str) -> str:
+    """The workspace-relative posix form of `path`, or AnchorError when it could leave the
+    workspace or is not a path at all."""
+    if not isinstance(path, str) or not path.strip():
+        raise AnchorError("the cited path is empty; give a file path relative to the workspace")
+    if len(path) > MAX_PATH_CHARS:
+        raise AnchorError(f"the cited path is over {MAX_PATH_CHARS} characters")
+    if "\x00" in path or "\\" in path:
+        raise AnchorError(f"{path!r} is not a workspace path (use / between folders)")
+    if path.startswith(("/", "~")):
+        raise AnchorError(f"{path} is outside the workspace: give a path relative to the "
+                          "workspace")
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise AnchorError(f"{path} is outside the workspace: '..' is not allowed in a cited "
+                          "path")
+    if not parts or path.endswith("/"):
+        raise AnchorError(f"{path} is a folder, not a file; cite a file")
+    return "/".join(parts)
+
+
+def _open_folder(workspace: str, rel: str) -> tuple[int, str]:
+    """A descriptor of the folder holding `rel` (caller closes it) and the file's name."""
+    *folders, name = rel.split("/")
+    try:
+        fd = os.open(workspace, _DIR_FLAGS)
+    except OSError as exc:
+        raise AnchorError(f"the workspace {workspace} cannot be opened: "
+                          f"{exc.strerror or exc}") from None
+    here: list[str] = []
+    try:
+        for part in folders:
+            here.append(part)
+            try:
+                next_fd = os.open(part, _DIR_FLAGS | _NOFOLLOW, dir_fd=fd)
+            except OSError as exc:
+                raise _refusal("/".join(here), fd, part, exc, rel) from None
+            os.close(fd)
+            fd = next_fd
+        return fd, name
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _refusal(shown: str, dir_fd: int, name: str, exc: OSError, rel: str) -> AnchorError:
+    """Why `name` (a folder on the way, or the file) could not be opened."""
+    if isinstance(exc, FileNotFoundError):
+        return FileMissing(f"{rel} does not exist in the workspace")
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return FileMissing(f"{rel} does not exist in the workspace")
+    if stat.S_ISLNK(st.st_mode):
+        return NotRegular(f"{shown} is a symbolic link; memnest does not follow links in the "
+                          "workspace")
+    if shown != rel and not stat.S_ISDIR(st.st_mode):
+        return FileMissing(f"{rel} does not exist in the workspace ({shown} is not a folder)")
+    if isinstance(exc, PermissionError):
+        return AnchorError(f"no permission to read {shown}")
+    return AnchorError(f"{shown} cannot be opened: {exc.strerror or exc}")
+
+
+def _check_regular(st: os.stat_result, rel: str) -> None:
+    if stat.S_ISLNK(st.st_mode):
+        raise NotRegular(f"{rel} is a symbolic link; memnest does not follow links in the "
+                         "workspace")
+    if stat.S_ISDIR(st.st_mode):
+        raise NotRegular(f"{rel} is a folder, not a file; cite a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise NotRegular(f"{rel} is not a regular file")
+
+
+def stat_file(workspace: str, rel: str) -> os.stat_result:
+    """The cited file's own status (never a link's target); AnchorError if it is not a
+    regular file reached without links."""
+    fd, name = _open_folder(workspace, rel)
+    try:
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except OSError as exc:
+            raise _refusal(rel, fd, name, exc, rel) from None
+    finally:
+        os.close(fd)
+    _check_regular(st, rel)
+    return st
+
+
+@dataclass(frozen=True)
+class Source:
+    """A file as read: its lines normalised for hashing (each rstrip()ed), and its identity."""
+    path: str
+    lines: tuple[str, ...]
+    file_hash: str
+    size: int
+    mtime_ns: int    # 0 when the file was modified too recently to trust (RACY_NS)
+
+
+def read_source(workspace: str, rel: str) -> Source:
+    fd, name = _open_folder(workspace, rel)
+    try:
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except OSError as exc:
+            raise _refusal(rel, fd, name, exc, rel) from None
+        _check_regular(st, rel)  # before open: a device is never even opened
+        _check_size(st.st_size, rel)
+        try:
+            file_fd = os.open(name, _FILE_FLAGS, dir_fd=fd)
+        except OSError as exc:
+            raise _refusal(rel, fd, name, exc, rel) from None
+    finally:
+        os.close(fd)
+    try:
+        opened = os.fstat(file_fd)
+        _check_regular(opened, rel)  # swapped after the stat above: refused all the same
+        _check_size(opened.st_size, rel)
+        data = _read_all(file_fd, rel)
+    finally:
+        os.close(file_fd)
+    if b"\x00" in data[:_BINARY_PROBE]:
+        raise AnchorError(f"{rel} is a binary file; only text files are anchored")
+    text = data.decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline ending the last line does not start another
+    mtime = opened.st_mtime_ns
+    if time.time_ns() - mtime < RACY_NS:
+        mtime = 0
+    return Source(rel, tuple(line.rstrip() for line in lines), hashlib.sha256(data).hexdigest(),
+                  len(data), mtime)
+
+
+def _check_size(size: int, rel: str) -> None:
+    if size > MAX_FILE_BYTES:
+        raise AnchorError(f"{rel} is {size} bytes; files over {MAX_FILE_BYTES >> 20} MiB are "
+                          "not anchored (cite a smaller file)")
+
+
+def _read_all(fd: int, rel: str) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except OSError as exc:
+            raise AnchorError(f"{rel} cannot be read: {exc.strerror or exc}") from None
+        if not chunk:
+            return b"".join(chunks)
+        total += len(chunk)
+        _check_size(total, rel)  # grew while being read
+        chunks.append(chunk)
+
+
+def lines_hash(lines: "tuple[str, ...] | list[str]") -> str:
+    """The hash of cited lines (already rstrip()ed), joined by newlines."""
+    return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+
+
+class FileCache:
+    """What one call (one search page) learned about files: each path is stat()ed and read at
+    most once, so ten memories citing one file cost one read. Failures are cached too.
+    `stats` and `reads` count the system work done (a fresh anchor costs a stat, no read)."""
+
+    def __init__(self) -> None:
+        self._stats: dict[tuple[str, str], "os.stat_result | AnchorError"] = {}
+        self._sources: dict[tuple[str, str], "Source | AnchorError"] = {}
+        self.symbols: dict[tuple[str, str, str], list[tuple[int, int]]] = {}
+        self.stats = 0
+        self.reads = 0
+
+    def stat(self, workspace: str, rel: str) -> os.stat_result:
+        key = (workspace, rel)
+        if key not in self._stats:
+            self.stats += 1
+            try:
+                self._stats[key] = stat_file(workspace, rel)
+            except AnchorError as exc:
+                self._stats[key] = exc
+        return _value(self._stats[key])
+
+    def read(self, workspace: str, rel: str) -> Source:
+        key = (workspace, rel)
+        if key not in self._sources:
+            self.reads += 1
+            try:
+                self._sources[key] = read_source(workspace, rel)
+            except AnchorError as exc:
+                self._sources[key] = exc
+        return _value(self._sources[key])
+
+
+def _value(cached):
+    if isinstance(cached, AnchorError):
+        raise type(cached)(str(cached))  # a new one: re-raising one object grows its traceback
+    return cached
