@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, Phase, settings, strategies as st
 from hypothesis.stateful import (RuleBasedStateMachine, initialize, precondition, rule,
                                  run_state_machine_as_test)
 
+from memnest_daemon.core.anchors import CodeContext
 from memnest_daemon.core.records import content_hash
 from memnest_proto.contract import CATEGORIES
 from memnest_shims.client import ToolFailure
@@ -70,6 +71,11 @@ IMPORTED = [
     "Imported: new hires get read-only production access for their first week",
 ]
 TAGS = ["ops", "db", "ci", "auth", "billing"]
+# Code in each workspace that memories may cite (issue 21), and the citations they give.
+CODE = {"src/a.py": "".join(f"setting_{n} = {n * 7}\n" for n in range(1, 9)),
+        "src/b.py": "import os\n\n\ndef helper(x):\n    return os.path.join(x, 'y')\n"}
+ANCHORS = [{"path": "src/a.py"}, {"path": "src/a.py", "lines": "2-3"},
+           {"path": "src/a.py", "lines": "5"}, {"path": "src/b.py", "symbol": "helper"}]
 RELATIONS = ["RELATED_TO", "SUPERSEDES", "EXPLAINS"]
 WRITES = {"memory_store", "memory_update", "memory_delete", "memory_relate", "memory_unrelate",
           "memory_keep_separate", "memory_import"}
@@ -101,6 +107,9 @@ class History(RuleBasedStateMachine):
         History.root_count = getattr(History, "root_count", 0) + 1
         self.workspace = self.root / f"w{History.root_count}"
         self.workspace.mkdir()
+        for rel, text in CODE.items():
+            (self.workspace / rel).parent.mkdir(exist_ok=True)
+            (self.workspace / rel).write_text(text)
         self.client = self.daemon.client()
         self.model = Model()
         self.imports = 0
@@ -156,10 +165,12 @@ class History(RuleBasedStateMachine):
             model[memory_id] = {"content": item["content"].strip(),
                                 "category": item.get("category", "general"),
                                 "tags": list(dict.fromkeys(item.get("tags", []))),
-                                "importance": item.get("importance", 3), "via": "cli"}
+                                "importance": item.get("importance", 3), "via": "cli",
+                                "anchors": _cited(item.get("anchors", []))}
             batch_new[memory_id] = True
             return
         target = model[memory_id]
+        target["anchors"] = _union(target["anchors"], _cited(item.get("anchors", [])))
         if status == "duplicate":
             assert content_hash(target["content"]) == content_hash(item["content"]), \
                 (target, item)
@@ -184,6 +195,8 @@ class History(RuleBasedStateMachine):
             item["tags"] = draw(st.lists(st.sampled_from(TAGS), max_size=3, unique=True))
         if draw(st.booleans()):
             item["importance"] = draw(st.integers(1, 5))
+        if draw(st.integers(0, 2)) == 0:
+            item["anchors"] = draw(st.lists(st.sampled_from(ANCHORS), max_size=2))
         return item
 
     @rule(item=items())
@@ -211,12 +224,36 @@ class History(RuleBasedStateMachine):
             "content": st.sampled_from(FACTS + ["A rewritten note about the cache warmer"]),
             "category": st.sampled_from(CATEGORIES),
             "tags": st.lists(st.sampled_from(TAGS), max_size=3, unique=True),
-            "importance": st.integers(1, 5)}))
+            "importance": st.integers(1, 5),
+            "anchors": st.lists(st.sampled_from(ANCHORS), max_size=2),
+            "refresh_anchors": st.booleans()}))
         if not change:
             change = {"importance": data.draw(st.integers(1, 5))}
         out = self.call("memory_update", id=memory_id, **change)
         assert out["status"] == "updated"
-        self.model.memories[memory_id].update(change)
+        mine = self.model.memories[memory_id]
+        if "anchors" in change:
+            mine["anchors"] = _cited(change["anchors"])
+        assert out.get("anchors", mine["anchors"]) == mine["anchors"], out
+        mine.update({k: v for k, v in change.items() if k not in ("anchors", "refresh_anchors")})
+        self.check()
+
+    @rule()
+    def shift_code(self):
+        """A line inserted at the top of src/a.py: the lines memories cite there move down;
+        the next recall says `moved` and re-anchors them, which the database then holds."""
+        path = self.workspace / "src" / "a.py"
+        path.write_text(f"# edited {STEPS_RUN['shift_code']}\n" + path.read_text())
+        STEPS_RUN["shift_code"] += 1
+        cited = [i for i, m in self.model.memories.items()
+                 if any(a.startswith("src/a.py:") for a in m["anchors"])]
+        if cited:
+            got = self.call("memory_get", ids=sorted(cited)[:100])
+            for m in got["memories"]:
+                assert m["code"]["state"] == "moved", m
+        for memory_id in cited:
+            self.model.memories[memory_id]["anchors"] = [
+                _shifted(a) for a in self.model.memories[memory_id]["anchors"]]
         self.check()
 
     @precondition(lambda self: self.model.memories)
@@ -300,7 +337,7 @@ class History(RuleBasedStateMachine):
                 self.model.memories[memory_id] = {
                     "content": row["content"], "category": row["category"],
                     "tags": list(row["tags"]), "importance": row["importance"],
-                    "via": "import"}
+                    "via": "import", "anchors": []}
             ids[row["key"]] = memory_id
         assert not fresh, f"the import stored what the file does not hold: {fresh}"
         for e in edges:
@@ -326,6 +363,7 @@ class History(RuleBasedStateMachine):
             if len(gone["content"]) > len(keep["content"]):
                 keep["content"] = gone["content"]
             keep["tags"] = list(dict.fromkeys(keep["tags"] + gone["tags"]))
+            keep["anchors"] = _union(keep["anchors"], gone["anchors"])
             keep["importance"] = max(keep["importance"], gone["importance"])
             s, a = merge["survivor"], merge["absorbed"]
             for rel, x, y in [e for e in model.edges if a in e[1:]]:
@@ -370,7 +408,8 @@ class History(RuleBasedStateMachine):
         assert served == expected, "memory_list differs from the model"
         rows, about, topics, links, verdicts = self.cypher(
             "MATCH (m:Memory) RETURN m.id, m.content, m.category, m.tags, m.importance, "
-            "m.content_hash, m.workspace, m.origin_via, m.origin_client, m.origin_session",
+            "m.content_hash, m.workspace, m.origin_via, m.origin_client, m.origin_session, "
+            "m.code",
             "MATCH (m:Memory)-[:ABOUT]->(t:Topic) RETURN m.id, t.name",
             "MATCH (t:Topic) RETURN t.name",
             "MATCH (a:Memory)-[r]->(b:Memory) RETURN label(r) AS kind, a.id, b.id",
@@ -383,6 +422,9 @@ class History(RuleBasedStateMachine):
         assert {r["m.id"]: (r["m.origin_via"], r["m.origin_client"], r["m.origin_session"])
                 for r in rows} == {i: (m["via"], "model-test", "history")
                                    for i, m in model.memories.items()}
+        # the code each cites, as the database holds it (anchors only move by recall)
+        assert {r["m.id"]: [a.where for a in CodeContext.parse(r["m.code"]).anchors]
+                for r in rows} == {i: m["anchors"] for i, m in model.memories.items()}
         assert {(r["m.id"], r["t.name"]) for r in about} == \
             {(i, t) for i, m in model.memories.items() for t in m["tags"]}
         assert {r["t.name"] for r in topics} == \
@@ -399,6 +441,8 @@ class History(RuleBasedStateMachine):
                 assert {(e["type"], e["from_id"], e["to_id"]) for e in m["edges"]} == mine
                 assert m["kept_separate_from"] if any(m["id"] in v for v in model.verdicts) \
                     else "kept_separate_from" not in m
+                if model.memories[m["id"]]["anchors"]:
+                    assert m["code"]["state"] == "fresh", m  # nothing edits the cited code
         self.agrees = True
         if heavy:
             for r in self.cypher("MATCH (m:Memory) RETURN m.id, m.embedding_model, "
@@ -410,6 +454,29 @@ class History(RuleBasedStateMachine):
                 assert memory_id in [r["id"] for r in found["results"]], m["content"]
             report = self.call("memory_verify")
             assert report["healthy"], report["findings"]
+
+
+def _cited(anchors: list[dict]) -> list[str]:
+    """How each given anchor is cited back (Anchor.where), once each, in order."""
+    out: list[str] = []
+    for a in anchors:
+        where = f"{a['symbol']}() in {a['path']}" if "symbol" in a else \
+            f"{a['path']}:{a['lines']}" if "lines" in a else a["path"]
+        if where not in out:
+            out.append(where)
+    return out
+
+
+def _union(kept: list[str], more: list[str]) -> list[str]:
+    return (kept + [a for a in more if a not in kept])[:8]
+
+
+def _shifted(where: str) -> str:
+    """A line citation of src/a.py one line further down."""
+    if not where.startswith("src/a.py:"):
+        return where
+    lines = where.split(":")[1].split("-")
+    return "src/a.py:" + "-".join(str(int(n) + 1) for n in lines)
 
 
 def test_random_histories_match_the_model(fresh_daemon, tmp_path):

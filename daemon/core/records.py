@@ -72,6 +72,9 @@ class Memory:
     origin_via: str = ""
     origin_client: str = ""
     origin_session: str = ""
+    # the code it cites and the git branch it was written on: CodeContext JSON, "" for none
+    # (core/anchors.py)
+    code: str = ""
 
     def copy(self, **changes) -> "Memory":
         return replace(self, tags=list(self.tags), **changes)

@@ -20,7 +20,11 @@ from ..core.records import Memory, iso, utcnow
 from ..search.graph_signal import compute_signal
 from ..store.changes import Changes
 from ..store.graph import pair, supersession_cycles
+from .freshness import merged as merged_code
+from .freshness import stale_report
 from .values import disagree, same_subject, tag_overlap, value_disagreement
+
+STALE_FILES_LISTED = 50  # files named in a dream's stale_code; memory_stale lists them all
 
 
 @dataclass
@@ -195,6 +199,7 @@ def apply_merge(store, snap: Snapshot, survivor_id: int, absorbed_id: int) -> bo
         now = utcnow()
         merged = keep.copy(updated_at=now)
         merged.tags = list(dict.fromkeys(keep.tags + gone.tags))
+        merged.code = merged_code(keep.code, gone.code)
         merged.importance = max(keep.importance, gone.importance)
         merged.access_count = keep.access_count + gone.access_count
         merged.created_at = min(keep.created_at, gone.created_at)
@@ -251,6 +256,19 @@ def apply_reembed(store, snap: Snapshot, embedder, ids: list[int]) -> int:
     return done
 
 
+def _stale_code(snap: Snapshot) -> dict:
+    """The memories whose cited code changed or went, by file, for review (memory_stale has
+    the same list; refreshing or correcting them is the agent's call, never dream's)."""
+    report, _ = stale_report([m for m in snap.memories.values() if m.code])
+    report["files"] = [{"path": f["path"], "memory_ids": sorted({m["id"] for m in f["memories"]})}
+                       for f in report["files"][:STALE_FILES_LISTED]]
+    if report["stale"]:
+        report["hint"] = ("memory_stale shows what changed in each; refresh the memories "
+                          "that still hold with memory_update(updates=[{id, "
+                          "refresh_anchors: true}, …])")
+    return report
+
+
 def dream(store, workspace: str, embedder, settings, dry_run: bool = False,
           force: bool = False, progress=lambda done, total, message: None) -> dict:
     started = time.monotonic()
@@ -274,6 +292,7 @@ def dream(store, workspace: str, embedder, settings, dry_run: bool = False,
     }
     report["supersession_cycles"] = p.cycles
     report["clusters"] = p.clusters
+    report["stale_code"] = _stale_code(snap)
     orphans = store.db.orphan_topics()
     if dry_run:
         progress(5, 5, "planned (dry run: nothing changed)")

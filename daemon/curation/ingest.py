@@ -8,6 +8,7 @@ import numpy as np
 from ..core.records import Memory, Origin, content_hash, utcnow
 from ..store.changes import Changes
 from .conflicts import conflicts, workspace_ids
+from .freshness import merged
 from .screening import markers
 from .values import disagree, tag_overlap
 
@@ -28,6 +29,7 @@ class Item:
     updated_at: datetime | None = None
     access_count: int = 0
     accessed_at: datetime | None = None
+    code: str = ""  # CodeContext JSON (core/anchors.py): anchors, branch
 
 
 @dataclass
@@ -114,6 +116,7 @@ class _Batch:
         if same is not None:
             target = self._current(same.id)
             target.importance = min(5, target.importance + 1)
+            target.code = merged(target.code, item.code)
             return Outcome("duplicate", target)
         candidates = [(self.store.catalog[i], s) for i, s in existing]
         if batch_matrix is not None and index:  # earlier items of this batch
@@ -160,6 +163,7 @@ class _Batch:
                 self.changed[target.id] = (target, vector)
         target.tags = list(dict.fromkeys(target.tags + item.tags))
         target.importance = min(5, max(target.importance, item.importance) + 1)
+        target.code = merged(target.code, item.code)
         return target
 
     def _add(self, index: int, item: Item, digest: str, vector: np.ndarray) -> Memory:
@@ -170,7 +174,7 @@ class _Batch:
                    created_at=item.created_at or now, updated_at=item.updated_at or now,
                    accessed_at=item.accessed_at, embedding_model=self.store.model,
                    origin_via=self.origin.via, origin_client=self.origin.client,
-                   origin_session=self.origin.session)
+                   origin_session=self.origin.session, code=item.code)
         self.new[m.id] = (m, vector)
         self.holder[index] = m.id
         return m

@@ -173,6 +173,21 @@ def search_census(store, flt: SearchFilter, allowed: frozenset[int] | None, pool
     }
 
 
+def demote(ranked: list, factors: dict[int, float], part: str) -> list:
+    """Scale the scores of the memories in `factors` (id -> share kept), recording what it
+    took in `part`, and sort again."""
+    changed = False
+    for r in ranked:
+        factor = factors.get(r.memory.id, 1.0)
+        if factor != 1.0:
+            r.parts[part] = -r.score * (1 - factor)
+            r.score *= factor
+            changed = True
+    if changed:
+        ranked.sort(key=lambda r: (-r.score, -r.memory.id))
+    return ranked
+
+
 def demote_superseded(graph, ranked: list) -> list:
     """A memory another one supersedes ranks at half its score, unless the two are caught
     in a SUPERSEDES cycle: then nobody knows which is current, and none is demoted."""

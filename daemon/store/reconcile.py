@@ -3,6 +3,7 @@ what every tool's write leaves, before the store is rebuilt from the database.""
 from collections.abc import Callable
 from typing import Any
 
+from ..core.anchors import MAX_CODE_JSON, CodeContext
 from ..core.errors import invalid
 from ..core.records import Memory, Origin, content_hash, normalise_tags, utcnow
 from ..cypher import run as query_run
@@ -105,8 +106,11 @@ def _reconciled(store: MemoryStore, db: Database, embed_texts, workspace: str,
             fixed["origin_via"] = origin.via
             fixed["origin_client"] = values["origin_client"] or origin.client
             fixed["origin_session"] = values["origin_session"] or origin.session
-        for key in ("origin_via", "origin_client", "origin_session"):
+        for key in ("origin_via", "origin_client", "origin_session", "code"):
             fixed[key] = fixed[key] or ""
+        if len(fixed["code"]) > MAX_CODE_JSON or \
+                (fixed["code"] and not CodeContext.parse(fixed["code"])):
+            fixed["code"] = ""  # only what the daemon could have written stays
         digest = content_hash(content)
         content_changed = values["content_hash"] != digest
         fixed["content_hash"] = digest

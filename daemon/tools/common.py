@@ -4,6 +4,7 @@ from typing import Any
 
 from memnest_proto.contract import CATEGORIES
 
+from ..core.anchors import MAX_ANCHORS
 from ..core.errors import invalid
 from ..core.records import Memory, normalise_tags
 from ..curation import privacy
@@ -33,6 +34,24 @@ IMPORTANCE: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": 5}
 PREVIEW: dict[str, Any] = {"type": "integer", "minimum": 0, "maximum": 100000,
            "description": "Truncate each content to this many characters (default "
                           "MEMORY_MAX_CONTENT); 0 shows none."}
+ANCHORS: dict[str, Any] = {
+    "type": "array", "maxItems": MAX_ANCHORS,
+    "description": "Code this memory is about, so recall can tell when it changed: each a "
+                   "file `path` relative to the workspace, optionally `lines` (\"120\" or "
+                   "\"120-140\") or a `symbol` (function or class name). Paths named in the "
+                   "content (src/app.py:12, `send()` in client/http.py) are anchored "
+                   "without being listed here.",
+    "items": {"type": "object",
+              "properties": {
+                  "path": {"type": "string", "minLength": 1, "maxLength": 1024},
+                  "lines": {"type": "string", "pattern": "^[1-9][0-9]{0,8}(-[1-9][0-9]{0,8})?$"},
+                  "symbol": {"type": "string", "minLength": 1, "maxLength": 200},
+              },
+              "required": ["path"], "additionalProperties": False},
+}
+AUTO_ANCHOR: dict[str, Any] = {
+    "type": "boolean",
+    "description": "Anchor the code paths named in the content (default true)."}
 ITEM: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -43,6 +62,8 @@ ITEM: dict[str, Any] = {
         "tags": {**TAGS, "description": "Topics; each becomes a Topic node."},
         "importance": {**IMPORTANCE, "description": "1 (trivia) to 5 (critical); default "
                                                     "3."},
+        "anchors": ANCHORS,
+        "auto_anchor": AUTO_ANCHOR,
     },
     "required": ["content"],
     "additionalProperties": False,

@@ -3,16 +3,20 @@ from typing import Any
 
 import numpy as np
 
+from ..core.anchors import CodeContext
 from ..core.config import FUSION_MODES
 from ..core.errors import invalid, not_found
 from ..core.records import Memory, content_hash, normalise_tags, utcnow
 from ..curation.conflicts import conflicts
+from ..curation.freshness import freshness, refreshed, written_context
 from ..curation.ingest import BRIEF_CONFLICTS_HINT, Item, ingest
 from ..curation.screening import flag
 from ..search.graph_signal import boost
 from ..search.ranking import SearchFilter, demote_superseded, rank
 from ..store.changes import Changes
+from .code import code_view, follow_moved_code, rank_by_code
 from .common import (
+    ANCHORS,
     CATEGORY,
     ID,
     IDS,
@@ -60,10 +64,13 @@ def memory_store(ctx: ToolContext, args: dict) -> dict:
     left_out = LeftOut()  # private text and secrets, never stored (curation/privacy.py)
     for n, item in enumerate(entries):
         where = f"items.{n}" if batch else "content"
-        items.append(Item(clean_content(ctx, item["content"], where, left_out),
-                          item.get("category", "general"),
+        content = clean_content(ctx, item["content"], where, left_out)
+        code = written_context(ctx.workspace, content, item.get("anchors"),
+                               item.get("auto_anchor", True),
+                               where=f"items.{n}." if batch else "")
+        items.append(Item(content, item.get("category", "general"),
                           clean_tags(item.get("tags"), where, left_out),
-                          item.get("importance", 3)))
+                          item.get("importance", 3), code=code.to_json()))
     vectors = embed_with_progress(ctx, [i.content for i in items])  # slow: outside the lock
     store = ctx.store
     with store.writing():
@@ -136,6 +143,7 @@ def memory_search(ctx: ToolContext, args: dict) -> dict:
         ranked = demote_superseded(store.graph, boost(ranked, store.signal, graph_weight))
         if census is not None:
             census = _explain_meta(store, census, ranked, flt, mode, graph_weight)
+        ranked, code = rank_by_code(ranked, offset + top_k)
         page = ranked[offset:offset + top_k]
         store.record_access(r.memory.id for r in page)
         preview = preview_chars(ctx, args)
@@ -144,9 +152,12 @@ def memory_search(ctx: ToolContext, args: dict) -> dict:
         for r in page:
             item = annotate(store, r.memory, r.memory.view(preview), flagged.get(r.memory.id))
             item["score"] = round(r.score, 4)
+            if r.memory.id in code:
+                item["code"] = code_view(code, r.memory.id)
             if explain:
                 item["explain"] = {k: round(v, 4) for k, v in r.parts.items()}
             results.append(item)
+    follow_moved_code(store, code)
     out = {"results": results, "count": len(results), "offset": offset,
            "has_more": offset + top_k < len(ranked), "scope": "global" if everywhere
            else "workspace"}
@@ -216,9 +227,12 @@ def memory_get(ctx: ToolContext, args: dict) -> dict:
         flagged = conflicts(store, [store.catalog[i] for i in wanted], ctx.settings,
                             ctx.workspace)
         graph = store.graph
+        code = freshness([store.catalog[i] for i in wanted])
         for memory_id in wanted:
             m = store.catalog[memory_id]
             item = annotate(store, m, m.view(), flagged.get(memory_id))
+            if memory_id in code:
+                item["code"] = code_view(code, memory_id)
             if args.get("include_edges", True):
                 item["edges"] = graph.of(memory_id)
             item["superseded"] = bool(graph.superseded_by(memory_id))
@@ -228,6 +242,7 @@ def memory_get(ctx: ToolContext, args: dict) -> dict:
             if kept:
                 item["kept_separate_from"] = kept
             found.append(item)
+    follow_moved_code(store, code)
     if not many:
         if missing:
             raise not_found(f"no memory with id {ids[0]} in this workspace; "
@@ -286,15 +301,22 @@ def memory_list(ctx: ToolContext, args: dict) -> dict:
 _UPDATE: dict[str, Any] = {
     "type": "object",
     "properties": {"id": ID, "content": ITEM["properties"]["content"],
-                   "category": CATEGORY, "tags": TAGS, "importance": IMPORTANCE},
+                   "category": CATEGORY, "tags": TAGS, "importance": IMPORTANCE,
+                   "anchors": {**ANCHORS, "description": "Replace the code this memory cites "
+                               "(see memory_store); [] leaves only what the content names."},
+                   "refresh_anchors": {"type": "boolean",
+                                       "description": "Re-anchor the cited code as it is now, "
+                                                      "once you checked the memory still "
+                                                      "holds (memory_stale lists them)."}},
     "required": ["id"], "additionalProperties": False,
 }
 
 
 @tool("memory_update",
-      "Change a memory's content, category, tags or importance (fields not given stay as they "
-      "are; new content is re-embedded). Give the fields with `id`, or `updates` (a list of "
-      "such objects) for a batch.",
+      "Change a memory's content, category, tags, importance or code anchors (fields not "
+      "given stay as they are; new content is re-embedded and its code citations anchored "
+      "again), or refresh its anchors after its code changed (`refresh_anchors`). Give the "
+      "fields with `id`, or `updates` (a list of such objects) for a batch.",
       {"type": "object",
        "properties": {**_UPDATE["properties"],
                       "updates": {"type": "array", "items": _UPDATE, "minItems": 1,
@@ -314,8 +336,8 @@ def memory_update(ctx: ToolContext, args: dict) -> dict:
     for n, change in enumerate(changes):
         where = f"updates.{n}" if batch else "arguments"
         if len(change) == 1:
-            raise invalid(f"{where}: nothing to change; give content, category, tags or "
-                          "importance")
+            raise invalid(f"{where}: nothing to change; give content, category, tags, "
+                          "importance, anchors or refresh_anchors")
         if "content" in change:
             change["content"] = clean_content(ctx, change["content"], where, left_out)
         if "tags" in change:
@@ -347,9 +369,11 @@ def memory_update(ctx: ToolContext, args: dict) -> dict:
                 m.tags = normalise_tags(change["tags"])
             if "importance" in change:
                 m.importance = change["importance"]
+            notes = _update_code(ctx, m, change, where=f"updates.{len(results)}." if batch
+                                 else "")
             previous_vector = staged[memory_id][1] if memory_id in staged else None
             staged[memory_id] = (m, vector if vector is not None else previous_vector)
-            results.append({"id": memory_id, "status": "updated"})
+            results.append({"id": memory_id, "status": "updated", **notes})
         if staged:
             store.commit(Changes(updated=list(staged.values())))
             updated = [m for m, _ in staged.values()]
@@ -359,6 +383,26 @@ def memory_update(ctx: ToolContext, args: dict) -> dict:
     return {"results": results, "updated": sum(r["status"] == "updated" for r in results),
             "not_found": sum(r["status"] == "not_found" for r in results),
             **left_out.report(single=False)}
+
+
+def _update_code(ctx: ToolContext, m: Memory, change: dict, where: str) -> dict:
+    """The memory's code context after this change: anchors given replace the explicit ones,
+    new content is searched for citations again, and `refresh_anchors` re-captures every
+    anchor as the code reads now. Returns what the caller should hear."""
+    if not ({"anchors", "content", "refresh_anchors"} & set(change)):
+        return {}
+    context = CodeContext.parse(m.code)
+    if "anchors" in change or "content" in change:
+        context = written_context(ctx.workspace, m.content, change.get("anchors"),
+                                  keep=context, where=where)
+    notes: list[str] = []
+    if change.get("refresh_anchors"):
+        context, notes = refreshed(ctx.workspace, context)
+    m.code = context.to_json()
+    out: dict = {"anchors": [a.where for a in context.anchors]}
+    if notes:
+        out["anchor_notes"] = notes
+    return out
 
 
 # -- memory_delete ---------------------------------------------------------------------------

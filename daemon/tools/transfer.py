@@ -17,6 +17,8 @@ import numpy as np
 from memnest_proto.contract import CATEGORIES
 from memnest_proto.version import VERSION
 
+from ..code.files import AnchorError, clean_path
+from ..core.anchors import MAX_CODE_JSON, CodeContext
 from ..core.errors import invalid
 from ..core.records import content_hash, utcnow
 from ..curation.ingest import Item, ingest, merge_candidate
@@ -76,6 +78,8 @@ def memory_export(ctx: ToolContext, args: dict) -> dict:
                    "access_count": m.access_count, "created_at": _time(m.created_at),
                    "updated_at": _time(m.updated_at), "accessed_at": _time(m.accessed_at),
                    "embedding_model": m.embedding_model or model}
+            if m.code and CodeContext.parse(m.code):  # anchors are workspace-relative
+                row["code"] = json.loads(m.code)
             if with_paths:
                 row["workspace"] = m.workspace
             rows.append(row)
@@ -95,6 +99,26 @@ def memory_export(ctx: ToolContext, args: dict) -> dict:
                       "memory export", ctx.settings.output_dir)
     return {"path": path, "format": FORMAT, "version": VERSION_1, **counts,
             "bytes": len(data), "includes_workspace_paths": with_paths}
+
+
+def _imported_code(value: dict | None, where: str, bad) -> str:
+    """The code context of an imported memory, as memnest would have written it: anchors
+    with a path that could leave the workspace are left out (they are checked against this
+    workspace's files when recalled)."""
+    if not value:
+        return ""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if len(text) > MAX_CODE_JSON:
+        raise bad(f"{where}: {len(text)} characters, over the limit of {MAX_CODE_JSON}")
+    context = CodeContext.parse(text)
+    anchors = []
+    for anchor in context.anchors:
+        try:
+            clean_path(anchor.path)
+        except AnchorError:
+            continue
+        anchors.append(anchor)
+    return CodeContext(tuple(anchors), context.branch, context.commit).to_json()
 
 
 # -- reading and checking a file -------------------------------------------------------------
@@ -130,6 +154,7 @@ _FILE_SCHEMA = {
                     "created_at": _STAMP, "updated_at": _STAMP, "accessed_at": _STAMP,
                     "embedding_model": {"type": "string", "maxLength": 200},
                     "workspace": {"type": "string", "maxLength": 4096},
+                    "code": {"type": "object"},
                 },
                 "required": ["key", "content"],
                 "additionalProperties": False,
@@ -272,7 +297,8 @@ def _parse(data: bytes, settings) -> _Parsed:
             created_at=_parse_time(row.get("created_at"), f"{where}.created_at"),
             updated_at=_parse_time(row.get("updated_at"), f"{where}.updated_at"),
             access_count=row.get("access_count", 0),
-            accessed_at=_parse_time(row.get("accessed_at"), f"{where}.accessed_at")))
+            accessed_at=_parse_time(row.get("accessed_at"), f"{where}.accessed_at"),
+            code=_imported_code(row.get("code"), f"{where}.code", bad)))
 
     def known(key: str, where: str) -> int:
         if key not in index:
