@@ -200,3 +200,43 @@ def test_anchor_errors_are_clear_and_hostile_paths_refused(repo, ctl, tmp_path):
     stored = ctl("memory_store", content="see link.py and ../secret.txt")
     got = ctl("memory_get", id=stored["id"])
     assert "TOP SECRET" not in str(got) and "anchors" not in got.get("code", {})
+
+
+def test_memnest_ctl_stale_and_search_show_stale_code(repo, ctl, fresh_daemon):
+    import json as _json
+    from conftest import BIN
+    stored = ctl("memory_store", content="Retries live in `send()` in client/http.py")["id"]
+    (repo / "client" / "http.py").write_text(HTTP.replace("retries=3", "retries=5"))
+    env = {**fresh_daemon.env}
+
+    def run(*args):
+        out = subprocess.run([str(BIN / "memnest-ctl"), *args, "--workspace", str(repo)],
+                             env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+    text = run("stale")
+    assert text.startswith("1 of 1 anchored memories") and "client/http.py" in text
+    assert f"#{stored}" in text and "changed" in text and "retries=5" in text
+    assert _json.loads(run("stale", "--json"))["files"][0]["memories"][0]["id"] == stored
+    assert "(code changed: send() in client/http.py)" in run("search", "retries send")
+
+
+def test_export_and_import_keep_anchors_relative(repo, ctl, tmp_path, fresh_daemon):
+    stored = ctl("memory_store", content="The cache key is built in src/app.py:3")["id"]
+    path = ctl("memory_export")["path"]
+    doc = __import__("json").loads(Path(path).read_text())
+    row = next(r for r in doc["memories"] if r["key"] == f"m{stored}")
+    assert row["code"]["anchors"][0]["path"] == "src/app.py"
+    assert str(repo) not in Path(path).read_text()
+    # Another checkout of the same repository gets the memory with its anchors, fresh.
+    other = (tmp_path / "other").resolve()
+    git(tmp_path, "clone", "-q", str(repo), str(other))
+    row["code"]["anchors"].append({"path": "../../etc/passwd"})  # never taken in
+    Path(path).write_text(__import__("json").dumps(doc))
+    client = fresh_daemon.client()
+    client.call_tool("memory_import", {"path": path}, str(other))
+    found = client.call_tool("memory_search", {"query": "cache key"}, str(other))
+    client.close()
+    code = found["results"][0]["code"]
+    assert [a["cites"] for a in code["anchors"]] == ["src/app.py:3"]
+    assert code["state"] == "fresh"

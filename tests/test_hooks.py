@@ -552,3 +552,18 @@ def test_with_no_daemon_the_first_hook_gives_up_in_budget_and_the_next_is_warm(
         "s", workspace, "how do billing deploys work on the kubernetes cluster?"), env,
         workspace), "UserPromptSubmit")
     assert "blue-green" in warm, (fresh_daemon.log.parent / "hooks.log").read_text()
+
+
+def test_recall_says_when_a_memorys_code_changed(hook_env, workspace, call):
+    (workspace / "deploy.py").write_text("def rollout():\n    return 'blue-green'\n")
+    stored = call("memory_store", content="The billing service is deployed with blue-green "
+                  "releases by `rollout()` in deploy.py")
+    question = "how is the billing service deployed with blue-green releases?"
+    fresh = injected(run_hook("prompt", prompt_payload("code-1", workspace, question),
+                              hook_env, workspace), "UserPromptSubmit")
+    assert f"[#{stored['id']} " in fresh and "verify" not in fresh
+    (workspace / "deploy.py").write_text("def rollout():\n    return 'canary'\n")
+    changed = injected(run_hook("prompt", prompt_payload("code-2", workspace, question),
+                                hook_env, workspace), "UserPromptSubmit")
+    assert f"[#{stored['id']} " in changed
+    assert "the code it cites changed since: verify before relying on it" in changed

@@ -311,9 +311,13 @@ _HANDLERS = {"session-start": _session_start, "prompt": _prompt, "stop": _stop}
 
 
 def _direct_score(result: dict) -> float:
+    """How well the memory itself matches the prompt: its score without the lift of its
+    neighbours and without the demotion of stale code (a stale memory that matches is still
+    shown, with the note saying to verify it)."""
     explain = result.get("explain")
-    lift = explain.get("context", 0) if isinstance(explain, dict) else 0
-    return float(result.get("score", 0)) - float(lift)
+    parts = explain if isinstance(explain, dict) else {}
+    return float(result.get("score", 0)) - float(parts.get("context", 0)) \
+        - float(parts.get("code", 0))
 
 
 def _line(m: dict) -> str:
@@ -321,7 +325,23 @@ def _line(m: dict) -> str:
     if len(content) > PREVIEW_CHARS:
         content = content[:PREVIEW_CHARS] + "…"
     day = str(m.get("updated_at", ""))[:10]
-    return f"- [#{m['id']} {m.get('category', 'general')}, {day}] {content}"
+    return f"- [#{m['id']} {m.get('category', 'general')}, {day}] {content}{_code_note(m)}"
+
+
+def _code_note(m: dict) -> str:
+    """What the daemon found of the code the memory cites (memory_search's `code`)."""
+    found = m.get("code")
+    code: dict = found if isinstance(found, dict) else {}
+    notes = []
+    if code.get("state") == "changed":
+        notes.append("the code it cites changed since: verify before relying on it")
+    elif code.get("state") == "deleted":
+        notes.append("the code it cites is gone: verify before relying on it")
+    on = code.get("branch")
+    branch: dict = on if isinstance(on, dict) else {}
+    if branch.get("written_on"):
+        notes.append(f"written on unmerged branch {str(branch['written_on'])[:60]}")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def _emit(event: str, text: str, client: str) -> None:

@@ -219,6 +219,41 @@ def cmd_search(args) -> None:
     for r in result["results"]:
         tags = f" [{', '.join(r['tags'])}]" if r["tags"] else ""
         print(f"{r['id']:>6}  {r['score']:.3f}  {r['content']}{tags}")
+        note = _code_note(r.get("code") or {})
+        if note:
+            print(f"{'':>15}({note})")
+
+
+def _code_note(code: dict) -> str:
+    """One line about the code a search result cites, when it is not simply fresh."""
+    notes = []
+    if code.get("state") in ("changed", "deleted"):
+        stale = [a for a in code.get("anchors", []) if a.get("state") == code["state"]]
+        notes.append(f"code {code['state']}: " + ", ".join(a["cites"] for a in stale))
+    if code.get("branch"):
+        notes.append(f"from unmerged branch {code['branch']['written_on']}")
+    return "; ".join(notes)
+
+
+def cmd_stale(args) -> None:
+    arguments = {"include_moved": True} if args.include_moved else {}
+    result = _call(_client(), args, "memory_stale", arguments)
+    if args.json:
+        _print_json(result)
+        return
+    print(f"{result['stale']} of {result['anchored']} anchored memories cite code that "
+          "changed or went")
+    for f in result["files"]:
+        print(f"\n{f['path']}")
+        for m in f["memories"]:
+            detail = m.get("diff") or m.get("detail") or ""
+            print(f"  #{m['id']:<6} {m['state']:<8} {m['cites']}: {m['content']}")
+            if detail:
+                print(f"          {detail}")
+    if result["stale"]:
+        print("\nRead the code; for memories that still hold, refresh their anchors "
+              "(memory_update with refresh_anchors: true, several in one call); correct or "
+              "delete the others.")
 
 
 # -- service, config, logs, doctor (service_units.py, editor_configs.py, doctor.py) --
@@ -649,6 +684,11 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--global", dest="global_search", action="store_true",
                         help="search every workspace in the database")
     search.set_defaults(run=cmd_search)
+    stale = command("stale", parents=[scoped],
+                    help="list memories whose cited code changed or went, by file")
+    stale.add_argument("--include-moved", action="store_true",
+                       help="also those whose code only moved (re-anchored by themselves)")
+    stale.set_defaults(run=cmd_stale)
     export = command("export", parents=[scoped],
                             help="write the workspace's memories to a JSON file")
     export.add_argument("file", nargs="?", help="default: .memnest/exports/memories-<time>.json")
