@@ -7,6 +7,10 @@ start it); calls that other clients have in flight complete during the drain, an
 arrive meanwhile find no daemon to connect to and are sent once more to the new one. A client
 older than the daemon keeps working while their protocol numbers match. A call that reached a
 daemon is never sent twice (see _with_restart).
+
+With MEMNEST_REMOTE=HOST:PORT the daemon is another machine's, reached over mutual TLS
+(remote.py): versions are still compared, but a remote daemon is never started, stopped or
+upgraded from here.
 """
 import errno
 import fcntl
@@ -63,10 +67,13 @@ def daemon_command() -> list[str]:
 class DaemonClient:
     def __init__(self, socket_path: Path | None = None, client_name: str = "client",
                  autostart: bool = True, version: str = VERSION,
-                 protocol: int = PROTOCOL_VERSION):
+                 protocol: int = PROTOCOL_VERSION, remote: str | None = None):
+        # HOST:PORT of a remote daemon (MEMNEST_REMOTE), "" for the local one
+        self.remote = (os.environ.get("MEMNEST_REMOTE", "") if remote is None
+                       else remote).strip()
         self.socket_path = socket_path or paths.socket_path()
         self.client_name = client_name
-        self.autostart = autostart
+        self.autostart = autostart and not self.remote
         self.version, self.protocol = version, protocol
         self._channel: grpc.Channel | None = None
         self._watcher = None  # our connectivity callback on _channel
@@ -78,13 +85,23 @@ class DaemonClient:
 
     # -- connection ----------------------------------------------------------------------
 
+    @property
+    def address(self) -> str:
+        """Where this client reaches its daemon, for messages."""
+        return f"{self.remote} (TLS)" if self.remote else str(self.socket_path)
+
     def _connect(self) -> pb_grpc.MemnestStub:
         if self._stub is None:
-            self._channel = grpc.insecure_channel(
-                paths.grpc_target(self.socket_path),
-                options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-                         ("grpc.enable_retries", 0)])
+            options = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                       ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                       ("grpc.enable_retries", 0)]
+            if self.remote:
+                from . import remote  # TLS only when asked for: the shim stays lean
+
+                self._channel = remote.channel(self.remote, options)
+            else:
+                self._channel = grpc.insecure_channel(paths.grpc_target(self.socket_path),
+                                                      options=options)
             self._stub = pb_grpc.MemnestStub(self._channel)
             self._watcher = self._watch(self._channel)
             self._channel.subscribe(self._watcher)
@@ -127,7 +144,7 @@ class DaemonClient:
         return self._connect().Status(pb.StatusRequest(), timeout=timeout)
 
     def is_running(self) -> bool:
-        if not self.socket_path.exists():
+        if not self.remote and not self.socket_path.exists():
             return False
         try:
             self.status(timeout=2.0)
@@ -141,7 +158,9 @@ class DaemonClient:
         service manager starts it on this very connection under socket activation); None
         when none runs and none is starting. Starts no daemon itself."""
         status = self._probe()
-        if status is not None or not self.socket_path.exists():
+        if self.remote and status is None:
+            self._last_error = self._remote_error()
+        if status is not None or self.remote or not self.socket_path.exists():
             return status
         try:
             return self._await_daemon(spawn=False)
@@ -191,7 +210,7 @@ class DaemonClient:
         self._await_daemon(spawn=True)
 
     def _probe(self, timeout: float = 2.0) -> pb.StatusResponse | None:
-        if not self.socket_path.exists():
+        if not self.remote and not self.socket_path.exists():
             return None
         try:
             return self.status(timeout=timeout)
@@ -235,7 +254,12 @@ class DaemonClient:
     def _await_daemon(self, spawn: bool, hold_spawn_s: float = 0.0) -> pb.StatusResponse:
         """Wait until a daemon answers. Start one (if `spawn`) whenever none is running,
         starting or draining; with `hold_spawn_s`, first give a service manager that long
-        to start its own."""
+        to start its own. A remote daemon is only asked, once more."""
+        if self.remote:
+            status = self._probe(timeout=5.0)
+            if status is None:
+                raise DaemonUnavailable(self._remote_error())
+            return status
         log_path = paths.log_file()
         started = time.monotonic()
         deadline = started + START_DEADLINE_S + hold_spawn_s
@@ -263,6 +287,10 @@ class DaemonClient:
                                 f"{START_DEADLINE_S + hold_spawn_s:.0f}s (last error: "
                                 f"{self._last_error or 'no socket'}); see {log_path}")
 
+    def _remote_error(self) -> str:
+        from . import remote
+        return remote.explain(self.remote, self._last_error)
+
     def _spawn(self, log_path: Path) -> subprocess.Popen:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, MEMNEST_SOCKET=str(self.socket_path))
@@ -282,7 +310,10 @@ class DaemonClient:
             status = self._upgrade(status)
             older = version_key(status.version) < version_key(self.version)
         if status.protocol_version != self.protocol:
-            if older:
+            if self.remote:
+                fix = ("install the same memnest release here and on the daemon's machine "
+                       f"({self.remote})")
+            elif older:
                 fix = ("run `memnest-ctl stop`; the next call starts the memnestd installed "
                        "with this client")
             else:
@@ -358,6 +389,9 @@ class DaemonClient:
         return json.loads(response.result_json)
 
     def shutdown(self, reason: str) -> None:
+        if self.remote:
+            raise DaemonUnavailable(f"memnestd at {self.remote} (MEMNEST_REMOTE) is another "
+                                    "machine's: only its local user may stop it, there")
         self._connect().Shutdown(pb.ShutdownRequest(reason=reason), timeout=10)
 
     def wait_stopped(self, pid: int, timeout: float = DRAIN_WAIT_S) -> bool:
@@ -379,7 +413,8 @@ class DaemonClient:
         call reached it, start it and try once more. A call that reached a daemon is never
         repeated: a daemon that died running it may have died of it, and a write may
         already have happened; the caller is told the outcome is unknown."""
-        if self._checked_pid is not None and not _alive(self._checked_pid):
+        if self._checked_pid is not None and not self.remote and \
+                not _alive(self._checked_pid):
             self.close()  # it died since the last call: this one goes to a new daemon
         try:
             self.ensure_running()

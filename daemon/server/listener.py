@@ -380,9 +380,10 @@ def connected_clients(sock: Path) -> int | None:
 
 class DaemonServer:
     def __init__(self, sock: Path, servicer_factory, workers: int = 16,
-                 listener: socket.socket | None = None):
+                 listener: socket.socket | None = None, tls=None):
         self.sock = sock
         self.listener = listener
+        self.tls = tls  # tls.TlsConfig: also listen on TCP, mutual TLS only
         self.activity = Activity()
         self.exit_code = 0
         self.managed = False  # run by a service manager that restarts it after an upgrade
@@ -460,6 +461,32 @@ class DaemonServer:
             raise SystemExit(f"could not listen on {path}")
         os.chmod(path, 0o600)
 
+    def _bind_tls(self) -> None:
+        """The TCP port: TLS with a client certificate from our CA, never plain TCP."""
+        from .tls import server_credentials
+
+        assert self.tls is not None
+        try:
+            bound = self._server.add_secure_port(self.tls.listen, server_credentials(self.tls))
+        except RuntimeError as exc:
+            raise SystemExit(f"memnestd: could not listen on {self.tls.listen} (is the port in "
+                             f"use, or the address not this machine's?): {exc}") from None
+        if bound == 0:
+            raise SystemExit(f"memnestd: could not listen on {self.tls.listen} (in use, or not "
+                             "an address of this machine?)")
+        log.info("listening on %s (mutual TLS, certificate %s, allow-list %s)",
+                 self.tls.listen, self.tls.cert_path, self.tls.clients.path)
+
+    def _remove_sockets(self) -> None:
+        for path in (self._inner, self.sock if self._own_public is not None else None):
+            if path is not None:
+                try:
+                    path.unlink()
+                except OSError:
+                    pass
+        if self._own_public is not None:
+            self._own_public.close()
+
     def _start_activated(self) -> None:
         assert self.listener is not None
         self._serve_through_relay(self.listener)
@@ -474,6 +501,12 @@ class DaemonServer:
             inner.unlink()
         self._inner = inner
         self._bind(inner)
+        if self.tls is not None:
+            try:
+                self._bind_tls()
+            except SystemExit:
+                self._remove_sockets()  # nothing was served: leave no socket behind
+                raise
         self._server.start()
         self._relay = _Relay(listener, inner)
         self._relay.start()

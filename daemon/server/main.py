@@ -92,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     os.umask(0o077)
     # Imported here so that `memnestd --help` stays fast.
     from .listener import AlreadyRunning, InstanceLock, inherited_listener, prepare_socket_dir
+    from .tls import config_from
+    tls = config_from(args.listen_tls, args.tls_dir)  # exits when its files are unsafe
 
     listener = inherited_listener()  # systemd socket activation
     sock = _address(listener)
@@ -104,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"memnestd is already running on {sock}", file=sys.stderr)
         return 0
     try:
-        return _run(args, settings, listener, sock, idle_exit_minutes)
+        return _run(args, settings, listener, sock, idle_exit_minutes, tls)
     finally:
         lock.release()
 
@@ -122,6 +124,14 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
                         help="run by a service manager (systemd, launchd): never exit when "
                              "idle, and after an upgrade request exit with status 75 "
                              "so that the manager starts the new version")
+    parser.add_argument("--listen-tls", metavar="HOST:PORT",
+                        help="also serve on TCP, mutual TLS only (default: "
+                             "$MEMNEST_TLS_LISTEN; the certificate, key and CA from "
+                             "$MEMNEST_TLS_CERT, $MEMNEST_TLS_KEY, $MEMNEST_TLS_CA or --tls-dir; "
+                             "which client may use which workspace from $MEMNEST_TLS_CLIENTS)")
+    parser.add_argument("--tls-dir", metavar="DIR",
+                        help="folder holding server.crt, server.key, ca.crt and clients.json "
+                             "(what `memnest-ctl tls init` writes; default: $MEMNEST_TLS_DIR)")
     parser.add_argument("--version", action="version", version=f"memnestd {VERSION}")
     return parser.parse_args(argv)
 
@@ -158,7 +168,7 @@ class _StopRequests:
 
 
 def _run(args: argparse.Namespace, settings: Settings, listener, sock: Path,
-         idle_exit_minutes: float) -> int:
+         idle_exit_minutes: float, tls=None) -> int:
     """Everything after the instance lock is ours: load the model, serve until asked to stop,
     drain. The exit status."""
     from .listener import AlreadyRunning, DaemonServer, something_listens
@@ -200,8 +210,9 @@ def _run(args: argparse.Namespace, settings: Settings, listener, sock: Path,
                            settings.max_db_gb, settings.db_threads, embedder.embed,
                            settings.max_open_databases)
     runtime = Runtime(embedder, stores, str(sock), str(log_path))
-    server = DaemonServer(sock, lambda stop: MemnestService(runtime, settings, stop),
-                          listener=listener)
+    policy = tls.clients if tls is not None else None
+    server = DaemonServer(sock, lambda stop: MemnestService(runtime, settings, stop, policy),
+                          listener=listener, tls=tls)
     server.managed = args.service
     stops.server = server
     if stops.received:

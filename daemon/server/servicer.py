@@ -9,6 +9,7 @@ import queue
 import threading
 import time
 
+import grpc
 import psutil
 from memnest_proto import memnest_pb2 as pb
 from memnest_proto import memnest_pb2_grpc as pb_grpc
@@ -19,6 +20,7 @@ from ..core.records import Origin
 from ..store.registry import check_workspace
 from ..tools import TOOLS, ToolContext
 from ..tools.registry import parse_arguments, unknown_tool_message
+from .tls import IDENTITY_PREFIX, tls_identity
 
 log = logging.getLogger(__name__)
 
@@ -60,10 +62,11 @@ class Runtime:
 
 
 class MemnestService(pb_grpc.MemnestServicer):
-    def __init__(self, runtime: Runtime, settings, on_shutdown):
+    def __init__(self, runtime: Runtime, settings, on_shutdown, policy=None):
         self.runtime = runtime
         self.settings = settings
         self._on_shutdown = on_shutdown
+        self.policy = policy  # tls.ClientPolicy when the daemon also listens on TLS
         self._model_notes_logged: set[tuple[str, str]] = set()
 
     # -- tools ---------------------------------------------------------------------------
@@ -81,10 +84,12 @@ class MemnestService(pb_grpc.MemnestServicer):
             for t in TOOLS.values()])
 
     def CallTool(self, request, context):
-        return self._call(request, lambda done, total, message: None, context.is_active)
+        return self._call(request, lambda done, total, message: None, context.is_active,
+                          tls_identity(context))
 
     def CallToolStream(self, request, context):
         events: queue.Queue = queue.Queue()
+        identity = tls_identity(context)
 
         def progress(done: float, total: float, message: str) -> None:
             events.put(pb.CallToolEvent(progress=pb.Progress(
@@ -92,7 +97,7 @@ class MemnestService(pb_grpc.MemnestServicer):
 
         def work():
             events.put(pb.CallToolEvent(result=self._call(request, progress,
-                                                           context.is_active)))
+                                                           context.is_active, identity)))
 
         threading.Thread(target=work, name=f"stream-{request.tool}", daemon=True).start()
         while True:
@@ -118,7 +123,10 @@ class MemnestService(pb_grpc.MemnestServicer):
                 "keeps the model it was embedded with). To switch, stop memnestd "
                 "(`memnest-ctl stop`) and start it with MEMORY_EMBEDDING_MODEL set.")
 
-    def _call(self, request, progress, still_wanted) -> pb.CallToolResponse:
+    def _call(self, request, progress, still_wanted,
+              identity: str | None = None) -> pb.CallToolResponse:
+        """Run one tool call. `identity` is None for the local user (the Unix socket), the
+        client certificate's common name for a call over TLS."""
         started = time.monotonic()
         self.runtime.begin()
         ctx = None
@@ -128,12 +136,19 @@ class MemnestService(pb_grpc.MemnestServicer):
                 raise ToolError("unknown_tool", unknown_tool_message(request.tool))
             arguments = parse_arguments(request.arguments_json)
             tool.validate(arguments)
-            ctx = ToolContext(workspace=check_workspace(request.workspace),
+            claimed = request.origin.client
+            if identity is not None:
+                self._authorize(identity, request, arguments)
+                claimed = IDENTITY_PREFIX + identity  # the certificate says who, not the client
+            workspace = check_workspace(request.workspace)
+            if identity is not None:
+                self._authorize(identity, request, arguments, workspace)
+            ctx = ToolContext(workspace=workspace,
                               db_path=request.db_path, stores=self.runtime.stores,
                               embedder=self.runtime.embedder, settings=self.settings,
-                              runtime=self.runtime.facts, progress=progress,
+                              runtime=self._facts_for(identity), progress=progress,
                               still_wanted=still_wanted,
-                              origin=Origin.claimed(request.origin.via, request.origin.client,
+                              origin=Origin.claimed(request.origin.via, claimed,
                                                     request.origin.session))
             result = tool.handler(ctx, arguments)
             note = self._model_note(request)
@@ -163,9 +178,54 @@ class MemnestService(pb_grpc.MemnestServicer):
                 log.warning("%s took %.0f ms", request.tool, elapsed_ms)
             self.runtime.end()
 
+    # -- remote callers (TLS) ------------------------------------------------------------
+
+    def _authorize(self, identity: str, request, arguments: dict,
+                   resolved: str | None = None) -> None:
+        """A TLS caller may use only the workspaces its allow-list entry names, and only
+        their own databases. Checked on the path as sent (before the daemon looks at the
+        folder, so a refused caller learns nothing about it) and again once resolved."""
+        def refuse(message: str) -> ToolError:
+            log.warning("refused tls client %r: %s %s", identity, request.tool, message)
+            return ToolError("permission_denied", message)
+
+        policy = self.policy
+        if policy is None or not identity:
+            raise refuse("this TLS client has no identity (its certificate has no common "
+                         "name) and may use no workspace")
+        if request.db_path:
+            raise refuse(f"tls client {identity!r} may not choose the database file "
+                         f"({request.db_path!r}): a remote client uses each workspace's own "
+                         "database; unset MEMORY_DB_PATH")
+        for workspace in (request.workspace, resolved):
+            if workspace is not None and not policy.allows(identity, workspace):
+                raise refuse(policy.refusal(identity, workspace))
+        if request.tool == "memory_set_workspace":
+            if arguments.get("db_path"):
+                raise refuse(f"tls client {identity!r} may not choose the database file: "
+                             "memory_set_workspace takes no db_path over TLS")
+            target = os.path.join(resolved or request.workspace,
+                                  os.path.expanduser(str(arguments.get("workspace", "")).strip()))
+            if not policy.allows(identity, target):
+                raise refuse(policy.refusal(identity, os.path.normpath(target)))
+
+    def _facts_for(self, identity: str | None):
+        """The runtime facts a caller may see: a TLS caller sees only its own workspaces."""
+        if identity is None:
+            return self.runtime.facts
+        policy = self.policy
+
+        def facts() -> dict:
+            out = self.runtime.facts()
+            out["open_workspaces"] = [w for w in out["open_workspaces"] if policy is not None
+                                      and policy.allows(identity, w)]
+            return out
+        return facts
+
     # -- daemon --------------------------------------------------------------------------
 
     def Status(self, request, context):
+        identity = tls_identity(context)
         facts = self.runtime.facts()
         now = time.monotonic()
         workspaces = []
@@ -174,6 +234,9 @@ class MemnestService(pb_grpc.MemnestServicer):
             store = stores.get(db_path)
             if store is None:
                 continue
+            if identity is not None and (self.policy is None or
+                                         not self.policy.allows(identity, workspace)):
+                continue  # a TLS caller sees only the workspaces it may use
             workspaces.append(pb.WorkspaceStatus(
                 workspace=workspace, db_path=db_path,
                 memories=sum(1 for m in list(store.catalog.values()) if m.workspace == workspace),
@@ -184,10 +247,19 @@ class MemnestService(pb_grpc.MemnestServicer):
             rss_bytes=facts["rss_bytes"], embedding_model=facts["embedding_model"],
             embedding_dim=self.runtime.embedder.dim,
             model_load_seconds=facts["model_load_seconds"], workspaces=workspaces,
-            socket_path=self.runtime.socket_path, log_path=self.runtime.log_path,
+            socket_path=self.runtime.socket_path if identity is None else "",
+            log_path=self.runtime.log_path if identity is None else "",
             calls_served=self.runtime.calls_served, calls_in_flight=self.runtime.in_flight)
 
     def Shutdown(self, request, context):
+        identity = tls_identity(context)
+        if identity is not None:
+            log.warning("refused a shutdown%s request from tls client %r", " (upgrade)"
+                        if request.upgrade else "", identity)
+            context.abort(grpc.StatusCode.PERMISSION_DENIED,
+                          f"tls client {identity!r} may not stop or upgrade memnestd: only the "
+                          "local user, on the daemon's Unix socket, may (`memnest-ctl stop` "
+                          "on the daemon's machine)")
         log.info("shutdown requested%s: %s", " for an upgrade" if request.upgrade else "",
                  request.reason or "no reason given")
         # Only flags the stop: the main thread drains (this call included) and exits.

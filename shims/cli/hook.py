@@ -174,6 +174,12 @@ def _kiro_input() -> dict:
 
 
 def _workspace(args: argparse.Namespace, payload: dict) -> str:
+    from .. import workspace as ws
+    if ws.remote():  # a folder of the remote daemon's machine, taken as given
+        try:
+            return ws.for_remote(args.workspace)
+        except ValueError as exc:
+            raise _Skip(str(exc)) from None
     chosen = args.workspace or os.environ.get("MEMORY_WORKSPACE", "").strip() \
         or os.environ.get("CLAUDE_PROJECT_DIR", "").strip()
     if chosen:
@@ -377,7 +383,7 @@ class _Daemon:
 
         from ..lean_call import LeanCallFailed, LeanToolError, call_tool
         db_path = os.environ.get("MEMORY_DB_PATH", "").strip()
-        if self._full is None:
+        if self._full is None and not os.environ.get("MEMNEST_REMOTE", "").strip():
             try:
                 return call_tool(paths.socket_path(), tool, arguments, workspace, db_path,
                                  "memnest-hook", max(0.01, deadline - time.monotonic()),

@@ -30,6 +30,11 @@ def _mib(n: int) -> str:
 
 
 def _workspace(args) -> str:
+    if ws.remote():  # a folder on the daemon's machine: nothing to resolve here
+        try:
+            return ws.for_remote(args.workspace)
+        except ValueError as exc:
+            raise Failure(str(exc)) from None
     if args.workspace:
         return str(Path(args.workspace).expanduser().resolve())
     chosen = ws.from_env() or ws.from_cwd()
@@ -763,6 +768,10 @@ def build_parser() -> argparse.ArgumentParser:
             cmd.add_argument("--quick", action="store_true",
                              help="skip comparing every stored vector")
         cmd.set_defaults(run=run)
+
+    from . import tls_setup
+    tls_setup.add_arguments(command("tls", help="make the certificates of a remote daemon "
+                                    "(mutual TLS): tls init, tls client NAME"))
 
     command("doctor", parents=[common],
                    help="check socket, daemon, versions, model, databases, service"

@@ -42,6 +42,8 @@ class Shim:
 
     async def resolve_workspace(self, ctx) -> str:
         if self.workspace is None:
+            if ws.remote():  # the editor's roots and cwd are folders of this machine
+                raise ToolFailure("no_workspace", ws.REMOTE_NEEDS_WORKSPACE)
             self.workspace = await self._workspace_from_roots(ctx) or ws.from_cwd()
             log.info("workspace: %s", self.workspace)
         return self.workspace
@@ -92,7 +94,10 @@ class Shim:
         return client.list_tools()
 
     async def call_tool(self, ctx, params) -> types.CallToolResult:
-        workspace = await self.resolve_workspace(ctx)
+        try:
+            workspace = await self.resolve_workspace(ctx)
+        except ToolFailure as exc:
+            return _error(f"{exc.code}: {exc.message}")
         arguments = dict(params.arguments or {})
         on_progress = None
         token = (ctx.meta or {}).get("progress_token")

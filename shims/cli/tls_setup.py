@@ -1,0 +1,308 @@
+"""memnest-ctl tls: the certificates of a remote daemon (mutual TLS).
+
+`tls init` makes a private certificate authority and the daemon's server certificate;
+`tls client NAME` makes a client certificate with CN=NAME, signed by that authority. The
+daemon accepts only clients whose certificate that authority signed, and the name in it is
+the client's identity: what it writes is recorded as written by `tls:NAME`, and the
+daemon's allow-list (MEMNEST_TLS_CLIENTS) says which workspaces it may use.
+
+Keys are written 0600 (never through a symlink, never over an existing file unless --force),
+in a 0700 folder. `cryptography` is imported only by these commands.
+"""
+import datetime
+import ipaddress
+import json
+import os
+import re
+import stat
+from pathlib import Path
+
+DEFAULT_PORT = 7443
+CA_DAYS = 3650
+SERVER_DAYS = 825
+CLIENT_DAYS = 365
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
+
+
+class TlsSetupError(Exception):
+    """A reason to stop, phrased for the user."""
+
+
+def default_dir() -> Path:
+    import platformdirs
+    return Path(platformdirs.user_config_dir("memnest")) / "tls"
+
+
+def add_arguments(parser) -> None:
+    actions = parser.add_subparsers(dest="tls_action", required=True, metavar="ACTION")
+    init = actions.add_parser("init", help="create a private CA and the daemon's server "
+                              "certificate (SANs: localhost, 127.0.0.1, ::1 and each --host)")
+    init.add_argument("--dir", metavar="DIR", help=f"where to write (default: {default_dir()})")
+    init.add_argument("--host", action="append", default=[], metavar="NAME",
+                      help="a DNS name or IP address clients use to reach the daemon "
+                           "(repeatable)")
+    init.add_argument("--days", type=int, default=SERVER_DAYS,
+                      help="validity of the server certificate in days")
+    init.add_argument("--force", action="store_true", help="replace existing files")
+    init.set_defaults(run=cmd_tls_init)
+    client = actions.add_parser("client", help="create a client certificate (CN=NAME) signed "
+                                "by the CA of `tls init`")
+    client.add_argument("name", help="the client's identity (letters, digits, . _ @ -)")
+    client.add_argument("--dir", metavar="DIR", help=f"the CA's folder (default: {default_dir()})")
+    client.add_argument("--days", type=int, default=CLIENT_DAYS,
+                        help="validity of the certificate in days")
+    client.add_argument("--allow", action="append", default=[], metavar="DIR",
+                        help="add a workspace folder (on the daemon's machine; a simple glob "
+                             "like /srv/projects/* is allowed) for NAME to the daemon's "
+                             "clients.json (repeatable)")
+    client.add_argument("--force", action="store_true", help="replace existing files")
+    client.set_defaults(run=cmd_tls_client)
+
+
+# -- files ---------------------------------------------------------------------------------------
+
+def prepare_dir(folder: Path) -> Path:
+    folder = folder.expanduser().absolute()
+    if not folder.exists():
+        folder.mkdir(mode=0o700, parents=True)
+        os.chmod(folder, 0o700)
+    info = os.lstat(folder)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise TlsSetupError(f"{folder} is not a folder (a symlink?): choose another --dir")
+    if info.st_uid != os.getuid():
+        raise TlsSetupError(f"{folder} belongs to uid {info.st_uid}, not to you: choose "
+                            "another --dir")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        raise TlsSetupError(f"{folder} has permissions {stat.S_IMODE(info.st_mode):o}: keys "
+                            f"there could be read by others; run `chmod 700 {folder}`")
+    return folder
+
+
+def write_private(path: Path, data: bytes, force: bool, mode: int = 0o600) -> None:
+    """Create `path` with `mode`, never through a symlink, never over a file unless `force`."""
+    if force:
+        try:
+            os.unlink(path)  # a symlink is removed, not followed
+        except FileNotFoundError:
+            pass
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    except FileExistsError:
+        raise TlsSetupError(f"{path} exists; give --force to replace it") from None
+    try:
+        os.fchmod(fd, mode)
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def read_private(path: Path) -> bytes:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        raise TlsSetupError(f"{path} is missing: run `memnest-ctl tls init` first "
+                            "(with the same --dir)") from None
+    except OSError as exc:
+        raise TlsSetupError(f"cannot read {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
+
+
+# -- certificates --------------------------------------------------------------------------------
+
+def new_key():
+    from cryptography.hazmat.primitives.asymmetric import ec
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def key_pem(key) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def cert_pem(cert) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def _name(common_name: str):
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+    return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "memnest"),
+                      x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def make_ca(common_name: str = "memnest private CA", days: int = CA_DAYS):
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    key = new_key()
+    now = datetime.datetime.now(datetime.timezone.utc)
+    name = _name(common_name)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=days))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+            .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True,
+                                         crl_sign=True, content_commitment=False,
+                                         key_encipherment=False, data_encipherment=False,
+                                         key_agreement=False, encipher_only=False,
+                                         decipher_only=False), critical=True)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()),
+                           critical=False)
+            .sign(key, hashes.SHA256()))
+    return key, cert
+
+
+def issue(ca_key, ca_cert, common_name: str, *, server: bool, hosts=(),
+          not_before: datetime.datetime | None = None,
+          not_after: datetime.datetime | None = None, days: int = CLIENT_DAYS):
+    """A leaf certificate signed by the CA: a server's (SANs `hosts`) or a client's."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+    key = new_key()
+    now = datetime.datetime.now(datetime.timezone.utc)
+    builder = (x509.CertificateBuilder().subject_name(_name(common_name))
+               .issuer_name(ca_cert.subject).public_key(key.public_key())
+               .serial_number(x509.random_serial_number())
+               .not_valid_before(not_before or now - datetime.timedelta(minutes=5))
+               .not_valid_after(not_after or now + datetime.timedelta(days=days))
+               .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+               .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=False,
+                                            crl_sign=False, content_commitment=False,
+                                            key_encipherment=False, data_encipherment=False,
+                                            key_agreement=False, encipher_only=False,
+                                            decipher_only=False), critical=True)
+               .add_extension(x509.ExtendedKeyUsage(
+                   [ExtendedKeyUsageOID.SERVER_AUTH if server
+                    else ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+               .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
+                   ca_key.public_key()), critical=False))
+    if server:
+        names: list[x509.GeneralName] = []
+        for host in dict.fromkeys(hosts):
+            try:
+                names.append(x509.IPAddress(ipaddress.ip_address(host)))
+            except ValueError:
+                names.append(x509.DNSName(host))
+        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+    return key, builder.sign(ca_key, hashes.SHA256())
+
+
+def load_ca(folder: Path):
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    ca_cert = x509.load_pem_x509_certificate(read_private(folder / "ca.crt"))
+    ca_key = serialization.load_pem_private_key(read_private(folder / "ca.key"), password=None)
+    return ca_key, ca_cert
+
+
+# -- commands ------------------------------------------------------------------------------------
+
+def _folder(args) -> Path:
+    return prepare_dir(Path(args.dir) if args.dir else default_dir())
+
+
+def _clients_file(folder: Path) -> Path:
+    return folder / "clients.json"
+
+
+def cmd_tls_init(args) -> None:
+    from .main import Failure
+    try:
+        folder = _folder(args)
+        hosts = ["localhost", "127.0.0.1", "::1", *[h.strip() for h in args.host if h.strip()]]
+        ca_key, ca_cert = make_ca()
+        server_key, server_cert = issue(ca_key, ca_cert, hosts[-1] if args.host else
+                                        "localhost", server=True, hosts=hosts, days=args.days)
+        for path in (folder / "ca.key", folder / "ca.crt", folder / "server.key",
+                     folder / "server.crt"):
+            if path.exists() and not args.force:
+                raise TlsSetupError(f"{path} exists; give --force to replace the CA and the "
+                                    "server certificate (every client certificate signed by "
+                                    "the old CA stops working)")
+        write_private(folder / "ca.key", key_pem(ca_key), args.force)
+        write_private(folder / "ca.crt", cert_pem(ca_cert), args.force, 0o644)
+        write_private(folder / "server.key", key_pem(server_key), args.force)
+        write_private(folder / "server.crt", cert_pem(server_cert), args.force, 0o644)
+        clients = _clients_file(folder)
+        if not clients.exists():
+            write_private(clients, b"{}\n", False)
+    except TlsSetupError as exc:
+        raise Failure(f"tls init: {exc}") from None
+    port_host = args.host[0] if args.host else "127.0.0.1"
+    if ":" in port_host:
+        port_host = f"[{port_host}]"
+    print(f"wrote in {folder}:")
+    print("  ca.key      the CA's private key (0600): keep it here, it signs client "
+          "certificates")
+    print("  ca.crt      the CA certificate: copy it to every client")
+    print(f"  server.key  the daemon's private key (0600)\n  server.crt  the daemon's "
+          f"certificate, for {', '.join(dict.fromkeys(hosts))}")
+    print("  clients.json  which client may use which workspace (now: nobody)")
+    print("\non the daemon's machine:")
+    print(f"  memnestd --service --listen-tls 0.0.0.0:{DEFAULT_PORT} --tls-dir {folder}")
+    print(f"  (or MEMNEST_TLS_LISTEN=0.0.0.0:{DEFAULT_PORT} MEMNEST_TLS_CERT={folder}/server.crt"
+          f" MEMNEST_TLS_KEY={folder}/server.key MEMNEST_TLS_CA={folder}/ca.crt "
+          f"MEMNEST_TLS_CLIENTS={clients})")
+    print("\nthen a certificate for each client:\n  memnest-ctl tls client NAME --allow "
+          f"/path/of/a/project{' --dir ' + str(folder) if args.dir else ''}")
+
+
+def cmd_tls_client(args) -> None:
+    from .main import Failure
+    name = args.name.strip()
+    try:
+        if not NAME_PATTERN.fullmatch(name):
+            raise TlsSetupError(f"{name!r} is not a usable client name: 1-64 letters, digits, "
+                                "'.', '_', '@' or '-', starting with a letter or digit")
+        folder = _folder(args)
+        ca_key, ca_cert = load_ca(folder)
+        key, cert = issue(ca_key, ca_cert, name, server=False, days=args.days)
+        out = prepare_dir(folder / "clients")
+        key_path, cert_path = out / f"{name}.key", out / f"{name}.crt"
+        if not args.force:
+            for path in (key_path, cert_path):
+                if path.exists():
+                    raise TlsSetupError(f"{path} exists; give --force to replace it")
+        write_private(key_path, key_pem(key), args.force)
+        write_private(cert_path, cert_pem(cert), args.force, 0o644)
+        clients = _clients_file(folder)
+        allowed = allow(clients, name, args.allow) if args.allow else None
+    except TlsSetupError as exc:
+        raise Failure(f"tls client: {exc}") from None
+    print(f"wrote {cert_path} (CN={name}, valid {args.days} days) and {key_path} (0600)")
+    if allowed is not None:
+        print(f"{clients}: {name} may use {', '.join(allowed)} (the daemon reads it at each "
+              "call)")
+    else:
+        print(f"{name} may use no workspace yet: add it to {clients}, e.g. "
+              f'{{"{name}": ["/srv/projects/app"]}}, or run this again with --allow DIR')
+    print(f"\ncopy {folder / 'ca.crt'}, {cert_path} and {key_path} to the client (keep the key "
+          "0600), and set there:")
+    print("  MEMNEST_REMOTE=HOST:PORT   (a name or address in the server certificate)")
+    print(f"  MEMNEST_TLS_CA={folder / 'ca.crt'}\n  MEMNEST_TLS_CERT={cert_path}\n"
+          f"  MEMNEST_TLS_KEY={key_path}")
+    print("  MEMORY_WORKSPACE=/path/of/the/project/on/the/daemon's/machine")
+
+
+def allow(clients: Path, name: str, folders: list[str]) -> list[str]:
+    """Add `folders` to `name`'s entry in the daemon's allow-list; its entries now."""
+    try:
+        current = json.loads(read_private(clients) or b"{}") if clients.exists() else {}
+    except ValueError as exc:
+        raise TlsSetupError(f"{clients} is not valid JSON ({exc}); fix it first") from None
+    if not isinstance(current, dict):
+        raise TlsSetupError(f"{clients} must hold a JSON object of name: [folders]")
+    entries = list(current.get(name) or [])
+    for folder in folders:
+        if not folder.startswith("/"):
+            raise TlsSetupError(f"--allow {folder}: give an absolute path on the daemon's "
+                                "machine")
+        if folder not in entries:
+            entries.append(folder)
+    current[name] = entries
+    write_private(clients, (json.dumps(current, indent=2) + "\n").encode(), True)
+    return entries

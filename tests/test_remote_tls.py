@@ -1,0 +1,386 @@
+"""A remote daemon: memnestd on TCP with mutual TLS, reached through MEMNEST_REMOTE by the real
+memnest-ctl and the real memnest-mcp shim, with certificates made by `memnest-ctl tls`."""
+import datetime
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+import grpc
+import pytest
+
+from conftest import BIN, Daemon, error_text, result_json
+from memnest_proto import memnest_pb2 as pb
+from memnest_proto import memnest_pb2_grpc as pb_grpc
+from memnest_shims.cli import tls_setup
+from memnest_shims.client import DaemonClient
+from memnest_shims.errors import DaemonUnavailable, ToolFailure
+
+REMOTE_VARS = ("MEMNEST_REMOTE", "MEMNEST_TLS_CA", "MEMNEST_TLS_CERT", "MEMNEST_TLS_KEY",
+               "MEMNEST_TLS_LISTEN", "MEMNEST_TLS_DIR", "MEMNEST_TLS_CLIENTS",
+               "MEMNEST_TLS_SERVER_NAME")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ctl(*args: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "memnest-ctl"), *args], env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+class Remote:
+    """A daemon listening on its Unix socket and on 127.0.0.1:<port> with mutual TLS."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.tls = root / "tls"
+        self.other = root / "other-ca"
+        self.allowed = root / "projects" / "app"
+        self.sibling = root / "projects" / "secret"
+        for folder in (self.allowed, self.sibling):
+            folder.mkdir(parents=True)
+        self.daemon = Daemon(root / "run")
+        self.base_env = {k: v for k, v in self.daemon.env.items() if k not in REMOTE_VARS}
+        made = ctl("tls", "init", "--dir", str(self.tls), env=self.base_env)
+        assert made.returncode == 0, made.stderr
+        assert "MEMNEST_TLS_LISTEN" in made.stdout and "server.key" in made.stdout
+        made = ctl("tls", "client", "alice", "--dir", str(self.tls), "--allow",
+                   str(self.allowed), env=self.base_env)
+        assert made.returncode == 0, made.stderr
+        assert "MEMNEST_REMOTE=" in made.stdout and "MEMNEST_TLS_CERT=" in made.stdout
+        assert ctl("tls", "client", "bob", "--dir", str(self.tls),
+                   env=self.base_env).returncode == 0
+        # a certificate authority of its own, and a client certificate it signed
+        assert ctl("tls", "init", "--dir", str(self.other), env=self.base_env).returncode == 0
+        assert ctl("tls", "client", "alice", "--dir", str(self.other),
+                   env=self.base_env).returncode == 0
+        # alice's name and our CA, but expired yesterday
+        ca_key, ca_cert = tls_setup.load_ca(self.tls)
+        now = datetime.datetime.now(datetime.timezone.utc)
+        key, cert = tls_setup.issue(ca_key, ca_cert, "alice", server=False,
+                                    not_before=now - datetime.timedelta(days=30),
+                                    not_after=now - datetime.timedelta(days=1))
+        tls_setup.write_private(self.tls / "expired.key", tls_setup.key_pem(key), False)
+        tls_setup.write_private(self.tls / "expired.crt", tls_setup.cert_pem(cert), False)
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.stderr = root / "memnestd.stderr"
+
+    def start(self) -> None:
+        self.daemon.env = {**self.base_env, "MEMNEST_TLS_LISTEN": self.address,
+                           "MEMNEST_TLS_DIR": str(self.tls)}
+        with open(self.stderr, "w") as err:
+            self.daemon.proc = subprocess.Popen([str(BIN / "memnestd")], env=self.daemon.env,
+                                                stdout=err, stderr=err, text=True)
+        self.daemon.wait_ready()
+
+    def client_env(self, name: str = "alice", ca_dir: Path | None = None,
+                   cert: str | None = None) -> dict:
+        """What a client machine sets: no socket of the daemon's (a path that does not
+        exist, so nothing local can be used), the remote address and its certificate."""
+        ca_dir = ca_dir or self.tls
+        cert = cert or str(ca_dir / "clients" / name)
+        return {**self.base_env, "MEMNEST_SOCKET": str(self.root / "nowhere" / "none.sock"),
+                "MEMNEST_REMOTE": self.address, "MEMNEST_TLS_CA": str(self.tls / "ca.crt"),
+                "MEMNEST_TLS_CERT": cert + ".crt", "MEMNEST_TLS_KEY": cert + ".key",
+                "MEMORY_WORKSPACE": str(self.allowed)}
+
+    def channel(self, name: str | None = "alice") -> grpc.Channel:
+        ca = (self.tls / "ca.crt").read_bytes()
+        if name is None:
+            return grpc.secure_channel(self.address, grpc.ssl_channel_credentials(ca))
+        folder = self.tls / "clients"
+        return grpc.secure_channel(self.address, grpc.ssl_channel_credentials(
+            ca, (folder / f"{name}.key").read_bytes(), (folder / f"{name}.crt").read_bytes()))
+
+    def daemon_says(self, text: str, timeout: float = 5.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.stderr.read_text(errors="replace"):
+                return True
+            time.sleep(0.1)
+        return False
+
+
+@pytest.fixture(scope="module")
+def remote():
+    r = Remote(Path(tempfile.mkdtemp(prefix="memnest-tls-")))
+    r.start()
+    yield r
+    r.daemon.stop()
+    shutil.rmtree(r.root, ignore_errors=True)
+
+
+def remote_client(monkeypatch, env: dict) -> DaemonClient:
+    for name in REMOTE_VARS:
+        monkeypatch.delenv(name, raising=False)
+    for name in ("MEMNEST_REMOTE", "MEMNEST_TLS_CA", "MEMNEST_TLS_CERT", "MEMNEST_TLS_KEY",
+                 "MEMNEST_SOCKET"):
+        if name in env:
+            monkeypatch.setenv(name, env[name])
+    return DaemonClient(client_name="tests")
+
+
+# -- refused -------------------------------------------------------------------------------------
+
+def test_a_client_without_a_certificate_is_refused(remote, monkeypatch):
+    env = remote.client_env()
+    del env["MEMNEST_TLS_CERT"], env["MEMNEST_TLS_KEY"]
+    client = remote_client(monkeypatch, env)
+    with pytest.raises(DaemonUnavailable, match="MEMNEST_TLS_CERT is not"):
+        client.call_tool("memory_stats", {}, str(remote.allowed))
+    # and the daemon itself closes a TLS connection that shows no certificate
+    with pytest.raises(grpc.RpcError) as refused:
+        pb_grpc.MemnestStub(remote.channel(None)).Status(pb.StatusRequest(), timeout=5)
+    assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert remote.daemon_says("PEER_DID_NOT_RETURN_A_CERTIFICATE")
+
+
+def test_a_certificate_from_another_ca_is_refused(remote, monkeypatch):
+    client = remote_client(monkeypatch, remote.client_env(ca_dir=remote.other))
+    with pytest.raises(DaemonUnavailable) as refused:
+        client.call_tool("memory_stats", {}, str(remote.allowed))
+    message = str(refused.value)
+    assert f"memnestd did not answer at {remote.address}" in message
+    assert "was not signed by the CA in" in message
+    assert "never started or upgraded from here" in message
+    assert remote.daemon_says("unable to get local issuer certificate")
+
+
+def test_an_expired_certificate_is_refused(remote, monkeypatch):
+    client = remote_client(monkeypatch, remote.client_env(cert=str(remote.tls / "expired")))
+    with pytest.raises(DaemonUnavailable) as refused:
+        client.call_tool("memory_stats", {}, str(remote.allowed))
+    assert "expired on" in str(refused.value)
+    assert remote.address in str(refused.value)
+    assert remote.daemon_says("certificate has expired")
+
+
+def test_plain_tcp_to_the_tls_port_fails(remote):
+    channel = grpc.insecure_channel(remote.address)
+    with pytest.raises(grpc.RpcError) as refused:
+        pb_grpc.MemnestStub(channel).Status(pb.StatusRequest(), timeout=5)
+    assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+    channel.close()
+
+
+def test_a_client_is_held_to_its_workspaces(remote, monkeypatch):
+    clients = str(remote.tls / "clients.json")
+    bob = ctl("store", "bob was here", env=remote.client_env("bob"))
+    assert bob.returncode == 1
+    assert f"tls client 'bob' may not use workspace '{remote.allowed}'" in bob.stderr
+    assert "its allowed folders are none" in bob.stderr and clients in bob.stderr
+
+    alice = remote_client(monkeypatch, remote.client_env())
+    with pytest.raises(ToolFailure) as refused:
+        alice.call_tool("memory_search", {"query": "x"}, str(remote.sibling))
+    assert refused.value.code == "permission_denied"
+    assert f"'alice' may not use workspace '{remote.sibling}'" in refused.value.message
+    assert str(remote.allowed) in refused.value.message and clients in refused.value.message
+    # ../ out of an allowed folder is the folder it leads to
+    with pytest.raises(ToolFailure, match="may not use workspace"):
+        alice.call_tool("memory_stats", {}, f"{remote.allowed}/../secret")
+    # a database file of its choosing, or a session pinned elsewhere: refused too
+    with pytest.raises(ToolFailure, match="may not choose the database file"):
+        alice.call_tool("memory_stats", {}, str(remote.allowed),
+                        db_path=str(remote.sibling / "x.lbug"))
+    with pytest.raises(ToolFailure, match="may not use workspace"):
+        alice.call_tool("memory_set_workspace", {"workspace": "../secret"},
+                        str(remote.allowed))
+    alice.close()
+
+
+def test_admin_calls_are_refused_over_tls(remote):
+    stub = pb_grpc.MemnestStub(remote.channel("alice"))
+    for upgrade in (False, True):
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.Shutdown(pb.ShutdownRequest(reason="test", upgrade=upgrade), timeout=5)
+        assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert "may not stop or upgrade memnestd" in refused.value.details()
+    stop = ctl("stop", env=remote.client_env())
+    assert stop.returncode == 1 and "only its local user may stop it" in stop.stderr
+    assert remote.daemon.client(autostart=False).is_running()
+
+
+# -- allowed -------------------------------------------------------------------------------------
+
+def test_cli_stores_and_searches_on_the_remote_daemon(remote):
+    env = remote.client_env()
+    stored = ctl("store", "The release train leaves every second Tuesday", "--json", env=env)
+    assert stored.returncode == 0, stored.stderr
+    memory_id = json.loads(stored.stdout)["id"]
+    found = ctl("search", "when does the release train leave", "--json", env=env)
+    assert found.returncode == 0, found.stderr
+    assert memory_id in [r["id"] for r in json.loads(found.stdout)["results"]]
+    # a long call streams its progress over TLS as over the socket
+    verified = ctl("verify", "--quick", "--json", env=env)
+    assert verified.returncode == 0, verified.stderr
+    assert str(remote.allowed) in verified.stdout
+    # the workspace is a folder of the daemon's machine: --workspace is not resolved here
+    moved = ctl("search", "release train", "--workspace", str(remote.allowed), "--json",
+                env={**env, "MEMORY_WORKSPACE": ""}, )
+    assert moved.returncode == 0, moved.stderr
+    none = ctl("search", "release train", env={**env, "MEMORY_WORKSPACE": ""})
+    assert none.returncode == 1 and "MEMNEST_REMOTE is set" in none.stderr
+    # status over TLS: versions, and only the workspaces this client may use
+    status = ctl("status", "--json", env=env)
+    assert status.returncode == 0, status.stderr
+    facts = json.loads(status.stdout)
+    assert facts["running"] and facts["socket"] == "" and facts["log"] == ""
+    assert {w["workspace"] for w in facts["workspaces"]} <= {str(remote.allowed)}
+
+
+def test_the_shim_works_through_the_remote_daemon(remote, tmp_path):
+    env = remote.client_env()
+
+    async def body():
+        # the editor runs in a folder of its own machine: not the workspace
+        async with remote.daemon.mcp(tmp_path, **env) as s:
+            stored = result_json(await s.call_tool("memory_store", {
+                "content": "Remote memories are signed by the client's certificate"}))
+            found = result_json(await s.call_tool("memory_search", {
+                "query": "who signs remote memories"}))
+            assert stored["id"] in [r["id"] for r in found["results"]]
+            got = result_json(await s.call_tool("memory_get", {"ids": [stored["id"]]}))
+            stats = result_json(await s.call_tool("memory_stats", {}))
+            refused = error_text(await s.call_tool("memory_set_workspace", {
+                "workspace": str(remote.sibling)}))
+        return got, stats, refused
+
+    got, stats, refused = anyio.run(body)
+    memory = got["memories"][0] if "memories" in got else got
+    assert memory["origin"]["client"] == "tls:alice"
+    assert memory["origin"]["via"] == "agent"
+    assert stats["workspace"] == str(remote.allowed)
+    assert "permission_denied" in refused and "'alice' may not use workspace" in refused
+
+
+def test_the_shim_needs_a_remote_workspace(remote, tmp_path):
+    env = {**remote.client_env(), "MEMORY_WORKSPACE": ""}
+
+    async def body():
+        async with remote.daemon.mcp(tmp_path, **env) as s:
+            return error_text(await s.call_tool("memory_stats", {}))
+
+    assert "MEMNEST_REMOTE is set" in anyio.run(body)
+
+
+def test_a_remote_daemon_that_does_not_answer_is_named(remote, monkeypatch):
+    env = {**remote.client_env(), "MEMNEST_REMOTE": f"127.0.0.1:{free_port()}"}
+    client = remote_client(monkeypatch, env)
+    with pytest.raises(DaemonUnavailable) as gone:
+        client.call_tool("memory_stats", {}, str(remote.allowed))
+    assert f"memnestd did not answer at {env['MEMNEST_REMOTE']}" in str(gone.value)
+    assert not (remote.root / "nowhere").exists()  # nothing was started here
+
+
+# -- the daemon refuses unsafe configurations ----------------------------------------------------
+
+def _start_refused(remote, tmp_path, env: dict) -> str:
+    daemon = Daemon(tmp_path / "run")
+    proc = subprocess.run([str(BIN / "memnestd")], env={**daemon.env, **env},
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert not daemon.socket.exists()
+    return proc.stderr
+
+
+def test_a_shared_key_file_makes_memnestd_refuse_to_start(remote, tmp_path):
+    folder = tmp_path / "tls"
+    shutil.copytree(remote.tls, folder)
+    os.chmod(folder / "server.key", 0o644)
+    err = _start_refused(remote, tmp_path, {"MEMNEST_TLS_LISTEN": f"127.0.0.1:{free_port()}",
+                                            "MEMNEST_TLS_DIR": str(folder)})
+    assert f"the server key {folder / 'server.key'} has permissions 644" in err
+    os.chmod(folder / "server.key", 0o600)
+    (folder / "ca.crt").unlink()
+    err = _start_refused(remote, tmp_path, {"MEMNEST_TLS_LISTEN": f"127.0.0.1:{free_port()}",
+                                            "MEMNEST_TLS_DIR": str(folder)})
+    assert f"the CA certificate {folder / 'ca.crt'} does not exist" in err
+    err = _start_refused(remote, tmp_path, {"MEMNEST_TLS_LISTEN": f"127.0.0.1:{free_port()}"})
+    assert "--listen-tls needs the server certificate" in err
+
+
+def test_tls_client_refuses_to_overwrite_a_key(remote):
+    again = ctl("tls", "client", "alice", "--dir", str(remote.tls), env=remote.base_env)
+    assert again.returncode == 1 and "exists; give --force" in again.stderr
+    mode = os.stat(remote.tls / "clients" / "alice.key").st_mode & 0o777
+    assert mode == 0o600 and os.stat(remote.tls).st_mode & 0o777 == 0o700
+
+
+def test_versions_are_checked_but_a_remote_daemon_is_never_upgraded(remote, monkeypatch):
+    remote_client(monkeypatch, remote.client_env())
+    newer = DaemonClient(client_name="tests", version="99.0.0")
+    assert newer.remote == remote.address and not newer.autostart
+    pid = remote.daemon.client(autostart=False).status().pid
+    assert newer.call_tool("memory_stats", {}, str(remote.allowed))["workspace"] == \
+        str(remote.allowed)
+    assert remote.daemon.client(autostart=False).status().pid == pid  # not replaced
+    assert newer.upgraded_from is None
+    newer.close()
+    other = DaemonClient(client_name="tests", protocol=999)
+    with pytest.raises(DaemonUnavailable, match="speaks protocol") as refused:
+        other.call_tool("memory_stats", {}, str(remote.allowed))
+    assert remote.address in str(refused.value)
+    other.close()
+
+
+def test_the_agent_hook_recalls_from_the_remote_daemon(remote, tmp_path):
+    env = {**remote.client_env(), "MEMNEST_HOOK_BUDGET_MS": "20000",
+           "CLAUDE_PROJECT_DIR": str(tmp_path)}  # the editor's folder: not the workspace
+    stored = ctl("store", "Remote hooks recall the blue-green deploy decision", "--json",
+                 "--importance", "5", env=env)
+    assert stored.returncode == 0, stored.stderr
+    memory_id = json.loads(stored.stdout)["id"]
+    out = subprocess.run([str(BIN / "memnest-hook"), "session-start"],
+                         input=json.dumps({"session_id": "remote-hook", "cwd": str(tmp_path),
+                                           "hook_event_name": "SessionStart",
+                                           "source": "startup"}).encode(),
+                         env=env, cwd=str(tmp_path), capture_output=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    text = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert f"[#{memory_id} " in text
+
+
+def test_the_allow_list_takes_folders_globs_and_their_real_paths(tmp_path):
+    from memnest_daemon.server.tls import ClientPolicy
+
+    real = tmp_path / "data" / "projects"
+    (real / "app" / "src").mkdir(parents=True)
+    (real / "lib" / "one").mkdir(parents=True)
+    (real / "other").mkdir()
+    (tmp_path / "srv").symlink_to(tmp_path / "data")
+    (real / "app" / "escape").symlink_to(real / "other")
+    rules = tmp_path / "clients.json"
+    rules.write_text(json.dumps({"alice": [str(tmp_path / "srv" / "projects" / "app"),
+                                           str(real / "lib" / "*")], "bob": []}))
+    os.chmod(rules, 0o600)
+    policy = ClientPolicy(rules)
+    srv = tmp_path / "srv" / "projects"
+    assert policy.allows("alice", str(srv / "app"))
+    assert policy.allows("alice", str(srv / "app" / "src"))
+    assert policy.allows("alice", str(real / "lib" / "one"))
+    assert not policy.allows("alice", str(real / "lib"))  # the glob names its children
+    assert not policy.allows("alice", str(srv / "app" / "escape"))  # leads out
+    assert not policy.allows("alice", str(srv / "app" / ".." / "other"))
+    assert not policy.allows("alice", str(srv / "application"))
+    assert not policy.allows("bob", str(srv / "app"))
+    assert not policy.allows("carol", str(srv / "app"))
+    assert not policy.allows("alice", "relative/app")
+    # read again when it changes; a file others may write is refused as a whole
+    rules.write_text(json.dumps({"bob": [str(real / "other")]}))
+    os.utime(rules, ns=(1, 1))
+    assert policy.allows("bob", str(real / "other")) and not policy.allows("alice",
+                                                                            str(srv / "app"))
+    os.chmod(rules, 0o666)
+    os.utime(rules, ns=(2, 2))
+    assert not policy.allows("bob", str(real / "other"))
