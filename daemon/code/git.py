@@ -17,7 +17,10 @@ import time
 
 from .git_cli import DIFF_SAFETY, run_git
 
-FULL_TTL = 30.0       # seconds before a cached repository is looked up again regardless
+# Seconds before a cached repository is looked up again although its stamp (HEAD and the
+# branch's ref) did not change: a safety net, since a new git lookup costs several
+# processes and an agent's searches are often minutes apart (bench/RESULTS.md).
+FULL_TTL = 600.0
 NEGATIVE_TTL = 2.0    # "not a repository" is believed this long (a `git init` is seen soon)
 MAX_CACHED = 256
 _COMMIT = re.compile(r"[0-9a-f]{7,64}\Z")
