@@ -12,6 +12,7 @@ DAEMON_LAYERS = {
     "search": 2, "code": 2,
     "store": 3,
     "curation": 4,
+    "team": 4.5,
     "tools": 5,
     "server": 6,
 }

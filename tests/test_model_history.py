@@ -91,8 +91,15 @@ class Model:
         self.memories: dict[int, dict] = {}
         self.edges: set[tuple[str, int, int]] = set()
         self.verdicts: set[tuple[int, int]] = set()
+        # team memory: id -> global id of the memories shared now; every global id a memory
+        # was given (it keeps it when unshared); tombstones of shared memories deleted
+        self.shared: dict[int, str] = {}
+        self.gids: dict[int, str] = {}
+        self.tombstones: set[str] = set()
 
     def forget(self, memory_id: int) -> None:
+        if memory_id in self.shared:
+            self.tombstones.add(self.shared.pop(memory_id))
         self.memories.pop(memory_id, None)
         self.edges = {e for e in self.edges if memory_id not in e[1:]}
         self.verdicts = {v for v in self.verdicts if memory_id not in v}
@@ -297,6 +304,51 @@ class History(RuleBasedStateMachine):
         self.model.edges -= doomed
         self.check()
 
+    @precondition(lambda self: self.model.memories)
+    @rule(data=st.data(), unshare=st.booleans())
+    def share(self, data, unshare):
+        """Share memories with the team (files in .memnest/shared/), or stop sharing them."""
+        ids = data.draw(st.lists(st.sampled_from(sorted(self.model.memories)), min_size=1,
+                                 max_size=3, unique=True))
+        out = self.call("memory_share", ids=ids, unshare=unshare)
+        model = self.model
+        assert sorted(m["id"] for m in out["memories"]) == sorted(ids)
+        assert sorted(out["changed"]) == sorted(
+            i for i in ids if (i in model.shared) == unshare)
+        for m in out["memories"]:
+            memory_id, gid = m["id"], m["global_id"]
+            if gid or not unshare:  # never shared: no global id yet
+                assert model.gids.setdefault(memory_id, gid) == gid  # one for good
+            if unshare:
+                model.shared.pop(memory_id, None)
+            else:
+                model.shared[memory_id] = gid
+        if unshare:
+            assert sorted(out["removed_files"]) == sorted(
+                f".memnest/shared/{model.gids[i]}.json" for i in out["changed"])
+        self.check()
+
+    def check_shared_files(self) -> None:
+        """The shared folder holds exactly the model's shared memories (content, category,
+        tags, importance, relations by global id) and the tombstones of deleted ones."""
+        folder = self.workspace / ".memnest" / "shared"
+        files = {p.name[:-5]: json.loads(p.read_text()) for p in folder.glob("*.json")} \
+            if folder.is_dir() else {}
+        model = self.model
+        assert set(files) == set(model.shared.values()) | model.tombstones, \
+            "the shared folder differs from the model's shared memories"
+        for gid in model.tombstones:
+            assert files[gid] == {"_memnest": 1, "deleted": True}
+        for memory_id, gid in model.shared.items():
+            m, doc = model.memories[memory_id], files[gid]
+            assert (doc["content"], doc["category"], doc["tags"], doc["importance"]) == \
+                (m["content"], m["category"], m["tags"], m["importance"]), (doc, m)
+            assert doc["relations"] == [
+                {"to": to, "type": rel} for rel, to in sorted(
+                    (rel, model.shared[b]) for rel, a, b in model.edges
+                    if a == memory_id and b in model.shared)], doc
+            assert str(self.workspace) not in json.dumps(doc)
+
     @precondition(lambda self: len(self.model.memories) >= 2)
     @rule(data=st.data())
     def keep_separate(self, data):
@@ -454,6 +506,7 @@ class History(RuleBasedStateMachine):
                 assert memory_id in [r["id"] for r in found["results"]], m["content"]
             report = self.call("memory_verify")
             assert report["healthy"], report["findings"]
+            self.check_shared_files()  # heavy checks follow restarts: read back from disk
 
 
 def _cited(anchors: list[dict]) -> list[str]:

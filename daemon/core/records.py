@@ -1,5 +1,6 @@
 """The in-memory shape of one memory, and how it is shown to callers."""
 import hashlib
+import re
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
@@ -25,6 +26,11 @@ def normalise_tags(tags) -> list[str]:
         if cleaned:
             seen.setdefault(cleaned, None)
     return list(seen)
+
+
+# A shared memory's global id (daemon/team/): a UUID4 as 32 lowercase hex digits.
+GLOBAL_ID = re.compile(r"[0-9a-f]{32}")
+SCOPES = ("private", "shared")
 
 
 # How a write can come: what a client may say it is, and what only the daemon says.
@@ -75,6 +81,11 @@ class Memory:
     # the code it cites and the git branch it was written on: CodeContext JSON, "" for none
     # (core/anchors.py)
     code: str = ""
+    # team memory (daemon/team/): "shared" memories are also kept as files under
+    # <workspace>/.memnest/shared/, named by `global_id` (a UUID4 hex given when first shared,
+    # the same on every machine; "" until then)
+    scope: str = "private"
+    global_id: str = ""
 
     def copy(self, **changes) -> "Memory":
         return replace(self, tags=list(self.tags), **changes)
@@ -102,6 +113,9 @@ class Memory:
         if preview_chars is None and (self.origin_via or self.origin_client):  # full view
             out["origin"] = {"via": self.origin_via, "client": self.origin_client,
                              "session": self.origin_session}
+        if self.scope == "shared":
+            out["scope"] = "shared"
+            out["global_id"] = self.global_id
         if truncated:
             out["truncated"] = True
             out["content_chars"] = len(self.content)

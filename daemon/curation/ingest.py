@@ -30,6 +30,10 @@ class Item:
     access_count: int = 0
     accessed_at: datetime | None = None
     code: str = ""  # CodeContext JSON (core/anchors.py): anchors, branch
+    # kept by memory_import (team/): a shared memory's scope and global id, given only to a
+    # memory this item creates (the caller makes sure the id is not in use)
+    scope: str = "private"
+    global_id: str = ""
 
 
 @dataclass
@@ -174,7 +178,9 @@ class _Batch:
                    created_at=item.created_at or now, updated_at=item.updated_at or now,
                    accessed_at=item.accessed_at, embedding_model=self.store.model,
                    origin_via=self.origin.via, origin_client=self.origin.client,
-                   origin_session=self.origin.session, code=item.code)
+                   origin_session=self.origin.session, code=item.code,
+                   scope=item.scope if item.global_id else "private",
+                   global_id=item.global_id)
         self.new[m.id] = (m, vector)
         self.holder[index] = m.id
         return m

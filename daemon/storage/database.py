@@ -26,9 +26,11 @@ SCHEMA_VERSION = "1"
 ENGINE = f"ladybug {lb.__version__}"  # recorded in Meta; see integrity.py
 MEMORY_COLUMNS = ("id", "content", "content_hash", "category", "tags", "importance",
                   "access_count", "workspace", "created_at", "updated_at", "accessed_at",
-                  "embedding_model", "origin_via", "origin_client", "origin_session", "code")
+                  "embedding_model", "origin_via", "origin_client", "origin_session", "code",
+                  "scope", "global_id")
 # Columns added after the first schema: added to an older database when it opens.
-ADDED_COLUMNS = ("origin_via", "origin_client", "origin_session", "code")
+ADDED_COLUMNS = ("origin_via", "origin_client", "origin_session", "code", "scope",
+                 "global_id")
 RELATION_TYPES = ("RELATED_TO", "SUPERSEDES", "EXPLAINS")
 LOAD_CHUNK = 5000  # rows fetched from the driver at a time when a workspace opens
 FETCH_BY_ID_MAX = 2000  # more missing embeddings than this are read in one scan
@@ -51,7 +53,8 @@ def _schema(dim: int) -> list[str]:
         "content_hash STRING, category STRING, tags STRING[], importance INT64, "
         "access_count INT64, workspace STRING, created_at TIMESTAMP, updated_at TIMESTAMP, "
         f"accessed_at TIMESTAMP, embedding FLOAT[{dim}], embedding_model STRING, "
-        "origin_via STRING, origin_client STRING, origin_session STRING, code STRING)",
+        "origin_via STRING, origin_client STRING, origin_session STRING, code STRING, "
+        "scope STRING, global_id STRING)",
         "CREATE NODE TABLE IF NOT EXISTS Topic(name STRING PRIMARY KEY)",
         "CREATE REL TABLE IF NOT EXISTS ABOUT(FROM Memory TO Topic)",
         *(f"CREATE REL TABLE IF NOT EXISTS {rel}(FROM Memory TO Memory, created_at TIMESTAMP)"
@@ -437,7 +440,8 @@ class Database:
             "access_count: $access_count, workspace: $workspace, created_at: $created_at, "
             "updated_at: $updated_at, accessed_at: $accessed_at, embedding: $embedding, "
             "embedding_model: $embedding_model, origin_via: $origin_via, "
-            "origin_client: $origin_client, origin_session: $origin_session, code: $code})",
+            "origin_client: $origin_client, origin_session: $origin_session, code: $code, "
+            "scope: $scope, global_id: $global_id})",
             {**_params(m), "embedding": None if embedding is None else embedding.tolist()})
         self.link_topics(m.id, m.tags)
 
@@ -542,7 +546,8 @@ def _memory(row) -> Memory:
     daemon's back (raw Cypher) may lack any property: they get neutral defaults rather than
     break the catalog. Positional and without a dict: this runs once per memory on open."""
     (memory_id, content, digest, category, tags, importance, access_count, workspace,
-     created_at, updated_at, accessed_at, model, via, client, session, code) = row
+     created_at, updated_at, accessed_at, model, via, client, session, code, scope,
+     global_id) = row
     content = content or ""
     created_at = created_at or updated_at or UNKNOWN_TIME
     intern = sys.intern  # the same few workspaces, categories, models and tags recur
@@ -550,4 +555,5 @@ def _memory(row) -> Memory:
                   intern(category or "general"), [intern(t) for t in tags or ()],
                   int(importance or 3), int(access_count or 0), intern(workspace or ""),
                   created_at, updated_at or created_at, accessed_at, intern(model or ""),
-                  intern(via or ""), intern(client or ""), session or "", code or "")
+                  intern(via or ""), intern(client or ""), session or "", code or "",
+                  "shared" if scope == "shared" else "private", global_id or "")

@@ -45,6 +45,8 @@ def prepare(db_path: str) -> None:
     `db_path` before it opens. Raises UnsafeLocation."""
     folder = Path(db_path).parent
     _private_folder(folder)
+    if folder.name == OWN_FOLDER:
+        write_gitignore(str(folder))
     for suffix in SUFFIXES:
         _private_file(Path(db_path + suffix))
     _database_or_nothing(Path(db_path))
@@ -125,3 +127,32 @@ def _private_file(path: Path) -> None:
 def open_private(path: str, flags: int) -> int:
     """os.open that never follows a link at the last component and creates files 0600."""
     return os.open(path, flags | _NOFOLLOW | _CLOEXEC, 0o600)
+
+
+# It ignores itself too: every clone's daemon writes its own, and a committed copy would make
+# a teammate's `git pull` stop at their untracked one (ignored files git may replace).
+GITIGNORE = (b"# Written by memnest: the databases stay out of git; shared/ holds the\n"
+             b"# memories shared with the team (memnest-ctl share). Edit freely: memnest\n"
+             b"# never overwrites this file.\n"
+             b"/*\n!/shared/\n")
+
+
+def write_gitignore(folder: str) -> None:
+    """A workspace's `.memnest/.gitignore` (everything but shared/ stays out of git) when it
+    is missing. O_EXCL and O_NOFOLLOW, the folder opened without following a link: an
+    existing file (a user's edit, or a link) is never written."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW | _CLOEXEC)
+    except OSError:
+        return
+    try:
+        out = os.open(".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
+                      | _CLOEXEC, 0o644, dir_fd=fd)
+    except OSError:
+        return
+    finally:
+        os.close(fd)
+    try:
+        os.write(out, GITIGNORE)
+    finally:
+        os.close(out)

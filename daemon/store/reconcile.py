@@ -5,7 +5,7 @@ from typing import Any
 
 from ..core.anchors import MAX_CODE_JSON, CodeContext
 from ..core.errors import invalid
-from ..core.records import Memory, Origin, content_hash, normalise_tags, utcnow
+from ..core.records import GLOBAL_ID, Memory, Origin, content_hash, normalise_tags, utcnow
 from ..cypher import run as query_run
 from ..storage.database import MEMORY_COLUMNS, Database
 from .store import MemoryStore
@@ -111,6 +111,11 @@ def _reconciled(store: MemoryStore, db: Database, embed_texts, workspace: str,
         if len(fixed["code"]) > MAX_CODE_JSON or \
                 (fixed["code"] and not CodeContext.parse(fixed["code"])):
             fixed["code"] = ""  # only what the daemon could have written stays
+        fixed["scope"] = "shared" if values["scope"] == "shared" else "private"
+        global_id = values["global_id"] or ""
+        fixed["global_id"] = global_id if GLOBAL_ID.fullmatch(global_id) else ""
+        if not fixed["global_id"]:
+            fixed["scope"] = "private"  # a shared memory needs the name of its file
         digest = content_hash(content)
         content_changed = values["content_hash"] != digest
         fixed["content_hash"] = digest

@@ -52,6 +52,10 @@ class MemoryStore:
         self.keywords = KeywordIndex()
         self.last_used = time.monotonic()
         self.version = 0  # bumped by every change to the catalog or the indexes
+        # called after each commit, write lock still held, with (store, changes, the deleted
+        # memories as they were, the ids that lost links to them): the team layer rewrites
+        # shared memories' files there
+        self.after_commit: list = []
         self._load()
         log.info("opened %s: %d memories in %.2fs", db_path, len(self.catalog),
                  time.monotonic() - started)
@@ -203,6 +207,11 @@ class MemoryStore:
         # Small new rows leave their embeddings to the next checkpoint (Database.transaction):
         # a single store then costs no checkpoint. Changes to existing memories cannot wait.
         defer = changes.only_inserts() and self.db.can_defer(inserted)
+        gone = [self.catalog[i] for i in dict.fromkeys(changes.deleted)]
+        # memories whose links to the deleted ones go with them (for the hooks below)
+        doomed = set(changes.deleted)
+        unlinked = {a for _, a, b in self.graph.edges if b in doomed} \
+            if gone and self.after_commit else set()
         now = utcnow()
         with self.db.transaction(checkpoint=not defer) as db:
             if changes.deleted:
@@ -239,6 +248,8 @@ class MemoryStore:
         for memory_id in changes.signal_of:
             self.signal.pop(memory_id, None)
         self.signal.update(changes.signal)
+        for hook in self.after_commit:
+            hook(self, changes, gone, unlinked - doomed)
 
     @contextmanager
     def rebuilt_afterwards(self) -> Iterator[None]:

@@ -64,6 +64,11 @@ ITEM: dict[str, Any] = {
                                                     "3."},
         "anchors": ANCHORS,
         "auto_anchor": AUTO_ANCHOR,
+        "scope": {"type": "string", "enum": ["private", "shared"],
+                  "description": "private (default: this machine only) or shared: also kept "
+                                 "as a file under .memnest/shared/ to commit with the code, "
+                                 "so teammates' memnest brings it in (refused if it holds a "
+                                 "secret)."},
     },
     "required": ["content"],
     "additionalProperties": False,

@@ -37,6 +37,7 @@ from .common import (
     visible,
 )
 from .registry import ToolContext, tool
+from .team import check_shareable, merge_sharing, share_after_write
 
 # -- memory_store ----------------------------------------------------------------------------
 
@@ -77,8 +78,11 @@ def memory_store(ctx: ToolContext, args: dict) -> dict:
         ctx.check_still_wanted()
         outcomes = ingest(store, ctx.workspace, items, vectors, ctx.settings,
                           origin=ctx.origin)
+        to_share = [store.catalog[o.memory.id] for o, e in zip(outcomes, entries)
+                    if e.get("scope") == "shared"]
+        sharing = share_after_write(store, ctx.workspace, to_share)
     if not batch:
-        return {**outcomes[0].view(), **left_out.report(single=True)}
+        return {**outcomes[0].view(), **sharing, **left_out.report(single=True)}
     results = [o.view(brief_conflicts=True) for o in outcomes]
     count = {status: sum(r["status"] == status for r in results)
              for status in ("stored", "duplicate", "merged")}
@@ -86,7 +90,7 @@ def memory_store(ctx: ToolContext, args: dict) -> dict:
            "merged": count["merged"]}
     if any("conflicts" in r for r in results):
         out["conflicts_hint"] = BRIEF_CONFLICTS_HINT
-    return {**out, **left_out.report(single=False)}
+    return {**out, **sharing, **left_out.report(single=False)}
 
 
 # -- memory_search ---------------------------------------------------------------------------
@@ -302,6 +306,7 @@ _UPDATE: dict[str, Any] = {
     "type": "object",
     "properties": {"id": ID, "content": ITEM["properties"]["content"],
                    "category": CATEGORY, "tags": TAGS, "importance": IMPORTANCE,
+                   "scope": ITEM["properties"]["scope"],
                    "anchors": {**ANCHORS, "description": "Replace the code this memory cites "
                                "(see memory_store); [] leaves only what the content names."},
                    "refresh_anchors": {"type": "boolean",
@@ -336,7 +341,7 @@ def memory_update(ctx: ToolContext, args: dict) -> dict:
     for n, change in enumerate(changes):
         where = f"updates.{n}" if batch else "arguments"
         if len(change) == 1:
-            raise invalid(f"{where}: nothing to change; give content, category, tags, "
+            raise invalid(f"{where}: nothing to change; give content, category, tags, scope, "
                           "importance, anchors or refresh_anchors")
         if "content" in change:
             change["content"] = clean_content(ctx, change["content"], where, left_out)
@@ -351,6 +356,7 @@ def memory_update(ctx: ToolContext, args: dict) -> dict:
     with store.writing():
         now = utcnow()
         staged: dict[int, tuple[Memory, np.ndarray | None]] = {}
+        scoped: dict[int, str] = {}  # memory id -> the scope asked for
         for change, vector in zip(changes, new_vectors):
             memory_id = change["id"]
             current = staged[memory_id][0] if memory_id in staged else store.catalog.get(memory_id)
@@ -369,20 +375,35 @@ def memory_update(ctx: ToolContext, args: dict) -> dict:
                 m.tags = normalise_tags(change["tags"])
             if "importance" in change:
                 m.importance = change["importance"]
+            if set(change) <= {"id", "scope"}:  # only its scope: set_scope below
+                results.append({"id": memory_id, "status": "updated"})
+                scoped[memory_id] = change["scope"]
+                continue
+            if "scope" in change:
+                scoped[memory_id] = change["scope"]
             notes = _update_code(ctx, m, change, where=f"updates.{len(results)}." if batch
                                  else "")
             previous_vector = staged[memory_id][1] if memory_id in staged else None
             staged[memory_id] = (m, vector if vector is not None else previous_vector)
             results.append({"id": memory_id, "status": "updated", **notes})
+        if scoped:  # refused before anything is written when a secret would be shared
+            check_shareable(store, [i for i, sc in scoped.items() if sc == "shared"],
+                            staged)
         if staged:
             store.commit(Changes(updated=list(staged.values())))
-            updated = [m for m, _ in staged.values()]
+        sharing: dict = {}
+        for scope in ("shared", "private"):
+            ids = [i for i, sc in scoped.items() if sc == scope]
+            if ids:
+                sharing = merge_sharing(sharing, share_after_write(
+                    store, ctx.workspace, [store.catalog[i] for i in ids], scope == "shared"))
+        updated = [store.catalog[r["id"]] for r in results if r["status"] == "updated"]
     if not batch:
         return {**results[0], "memory": updated[0].view(preview_chars(ctx, {})),
-                **left_out.report(single=True)}
+                **sharing, **left_out.report(single=True)}
     return {"results": results, "updated": sum(r["status"] == "updated" for r in results),
             "not_found": sum(r["status"] == "not_found" for r in results),
-            **left_out.report(single=False)}
+            **sharing, **left_out.report(single=False)}
 
 
 def _update_code(ctx: ToolContext, m: Memory, change: dict, where: str) -> dict:

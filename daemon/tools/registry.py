@@ -6,6 +6,7 @@ here is all it takes to offer it in every editor.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
@@ -17,6 +18,7 @@ from ..core.errors import ToolError, invalid
 from ..core.records import Origin
 from ..store.registry import StoreRegistry
 from ..store.store import MemoryStore
+from ..team import sync as team
 
 if TYPE_CHECKING:  # the model's imports are heavy; the daemon loads them once, in main
     from ..model.embedder import Embedder
@@ -40,12 +42,15 @@ class ToolContext:
     still_wanted: Callable[[], bool] = lambda: True  # False once the caller has gone
     origin: Origin = Origin()  # who asks: the provenance of what this call stores
     _store: MemoryStore | None = None
+    # what teammates' shared files brought in at the start of this call (team/sync.py)
+    team_sync: object = None
 
     @property
     def store(self) -> MemoryStore:
         """The workspace's database, opened on first use; released by close()."""
         if self._store is None:
             self._store = self.stores.acquire(self.workspace, self.db_path)
+            self.team_sync = team_check(self)
         return self._store
 
     def check_still_wanted(self) -> None:
@@ -59,6 +64,20 @@ class ToolContext:
         if self._store is not None:
             self.stores.release(self._store)
             self._store = None
+
+
+def team_check(ctx: ToolContext):
+    """Teammates' shared memories (a pull, a checkout): brought in on the first use of the
+    store in a call, when the shared folder's fingerprint changed (a few stat calls
+    otherwise). A failure is logged, never the call's failure."""
+    store = ctx._store
+    team.attach(store)
+    try:
+        return team.check(store, ctx.workspace, ctx.embedder.embed, ctx.settings)
+    except Exception:  # noqa: BLE001 - the call goes on with what the store holds
+        logging.getLogger(__name__).exception("syncing %s/.memnest/shared failed",
+                                              ctx.workspace)
+        return None
 
 
 @dataclass

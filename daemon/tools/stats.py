@@ -1,6 +1,7 @@
 """memory_stats: what a workspace holds, the health of its search indexes, whether its
 database file is shared with other workspaces, and the daemon's runtime."""
 from ..core.records import iso
+from ..team import sync as team
 from .registry import ToolContext, tool
 
 # -- memory_stats ----------------------------------------------------------------------------
@@ -27,7 +28,9 @@ def memory_stats(ctx: ToolContext, args: dict) -> dict:
         vector_index = vector_index_status(store, census)
         scope = db_scope(store, ctx.workspace)
         newest = max((m.updated_at for m in mine), default=None)
-    warnings = []
+        shared = sum(m.scope == "shared" for m in mine)
+    warnings = [f"shared memory file not imported: {w}" for w in team.warnings(store,
+                                                                                ctx.workspace)]
     if scope["shared"]:
         warnings.append(shared_database_warning(store.db_path, scope))
     if vector_index["status"] == "degraded":
@@ -38,6 +41,7 @@ def memory_stats(ctx: ToolContext, args: dict) -> dict:
         "database": store.db_path,
         "db_scope": scope,
         "memories": len(mine),
+        "shared_memories": shared,
         "categories": dict(sorted(categories.items())),
         "topics": len(topics),
         "top_topics": dict(sorted(topics.items(), key=lambda kv: (-kv[1], kv[0]))[:10]),

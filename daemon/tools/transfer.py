@@ -20,7 +20,7 @@ from memnest_proto.version import VERSION
 from ..code.files import AnchorError, clean_path
 from ..core.anchors import MAX_CODE_JSON, CodeContext
 from ..core.errors import invalid
-from ..core.records import content_hash, utcnow
+from ..core.records import SCOPES, content_hash, utcnow
 from ..curation.ingest import Item, ingest, merge_candidate
 from ..storage.database import RELATION_TYPES
 from ..storage.safe_files import read_file, write_file
@@ -80,6 +80,9 @@ def memory_export(ctx: ToolContext, args: dict) -> dict:
                    "embedding_model": m.embedding_model or model}
             if m.code and CodeContext.parse(m.code):  # anchors are workspace-relative
                 row["code"] = json.loads(m.code)
+            if m.global_id:  # the name of its file in .memnest/shared/ (team/)
+                row["scope"] = m.scope
+                row["global_id"] = m.global_id
             if with_paths:
                 row["workspace"] = m.workspace
             rows.append(row)
@@ -155,6 +158,8 @@ _FILE_SCHEMA = {
                     "embedding_model": {"type": "string", "maxLength": 200},
                     "workspace": {"type": "string", "maxLength": 4096},
                     "code": {"type": "object"},
+                    "scope": {"enum": list(SCOPES)},
+                    "global_id": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
                 },
                 "required": ["key", "content"],
                 "additionalProperties": False,
@@ -298,7 +303,8 @@ def _parse(data: bytes, settings) -> _Parsed:
             updated_at=_parse_time(row.get("updated_at"), f"{where}.updated_at"),
             access_count=row.get("access_count", 0),
             accessed_at=_parse_time(row.get("accessed_at"), f"{where}.accessed_at"),
-            code=_imported_code(row.get("code"), f"{where}.code", bad)))
+            code=_imported_code(row.get("code"), f"{where}.code", bad),
+            scope=row.get("scope", "private"), global_id=row.get("global_id", "")))
 
     def known(key: str, where: str) -> int:
         if key not in index:
@@ -423,6 +429,11 @@ def _import_chunk(ctx: ToolContext, items: list[Item], chunk: range,
         out.counts["merged"] += 1
     if not pending:
         return
+    in_use = {m.global_id for m in store.catalog.values() if m.global_id}
+    for n in pending:  # a global id names one memory: a second one with it is private
+        if items[n].global_id in in_use:
+            items[n].global_id, items[n].scope = "", "private"
+        in_use.add(items[n].global_id)
     outcomes = ingest(store, workspace, [items[n] for n in pending],
                       [vectors[n] for n in pending], settings, merge_into=before,
                       flag_conflicts=False, origin=ctx.origin.became("import"))

@@ -155,6 +155,14 @@ def _databases(client: DaemonClient, status) -> list[Finding]:
                                  "`memnest-ctl logs` shows the cause"))
             continue
         detail = f"{stats.get('memories', '?')} memories in {w.workspace}"
+        unimported = [x for x in stats.get("warnings", [])
+                      if x.startswith("shared memory file not imported")]
+        if unimported:  # team memory: a teammate's file with conflict markers, bad JSON, ...
+            found.append(Finding(False, f"shared memories in {w.workspace}",
+                                 f"{len(unimported)} file(s) not imported: {unimported[0]}",
+                                 "edit each file to keep one version (or `git checkout "
+                                 "--ours/--theirs -- FILE`), git add and commit; "
+                                 "`memnest-ctl sync` lists them all"))
         try:  # a quick verify: the database against its indexes, graph, topics and files
             report = client.call_tool("memory_verify", {"quick": True}, w.workspace, w.db_path)
         except (ToolFailure, DaemonUnavailable) as exc:

@@ -14,6 +14,7 @@ from memnest_proto.version import VERSION
 
 from .. import workspace as ws
 from ..client import DaemonClient, DaemonUnavailable, ToolFailure
+from . import team
 from .progress import Progress
 
 
@@ -682,6 +683,10 @@ def build_parser() -> argparse.ArgumentParser:
     separate.add_argument("ids", type=int, nargs="+", metavar="ID",
                           help="two or more memory ids that dream must not merge")
     separate.set_defaults(run=cmd_keep_separate)
+    team.add_share(command("share", parents=[scoped],
+                           help="share memories with the team through git (.memnest/shared/)"))
+    team.add_sync(command("sync", parents=[scoped],
+                          help="bring teammates' shared memories in now, and say what came"))
     search = command("search", parents=[scoped], help="find memories")
     search.add_argument("query", help="words or a question; matched by meaning and keywords")
     search.add_argument("--top-k", type=_bounded(1, 100), default=10, metavar="1-100",

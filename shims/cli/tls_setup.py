@@ -34,7 +34,9 @@ def default_dir() -> Path:
 
 
 def add_arguments(parser) -> None:
-    actions = parser.add_subparsers(dest="tls_action", required=True, metavar="ACTION")
+    actions = parser.add_subparsers(dest="tls_action", required=True, metavar="ACTION",
+                                    help="init: the CA and the daemon's certificate; client: "
+                                         "one client's certificate")
     init = actions.add_parser("init", help="create a private CA and the daemon's server "
                               "certificate (SANs: localhost, 127.0.0.1, ::1 and each --host)")
     init.add_argument("--dir", metavar="DIR", help=f"where to write (default: {default_dir()})")

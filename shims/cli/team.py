@@ -1,0 +1,66 @@
+"""memnest-ctl share / sync: team memory through git (the daemon's daemon/team/)."""
+import argparse
+
+
+def add_share(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("ids", type=int, nargs="+", metavar="ID", help="memory ids")
+    parser.add_argument("--unshare", action="store_true",
+                        help="stop sharing them: their files are removed (commit that)")
+    parser.set_defaults(run=cmd_share)
+
+
+def add_sync(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--all", action="store_true",
+                        help="read every shared file, not only those that changed")
+    parser.set_defaults(run=cmd_sync)
+
+
+def cmd_share(args) -> None:
+    from .main import _call, _client, _print_json
+    arguments = {"ids": args.ids, "unshare": args.unshare}
+    result = _call(_client(), args, "memory_share", arguments)
+    if args.json:
+        _print_json(result)
+        return
+    for m in result.get("memories", []):
+        if args.unshare:
+            print(f"unshared {m['id']} (global id {m.get('global_id') or '-'})")
+        else:
+            print(f"shared {m['id']} -> {m.get('file')}")
+    for path in result.get("removed_files", []):
+        print(f"removed {path}")
+    if result.get("missing"):
+        print(f"not found here: {', '.join(map(str, result['missing']))}")
+    if result.get("next"):
+        print(f"next: {result['next']}")
+
+
+def cmd_sync(args) -> None:
+    from .main import Failure, _call, _client, _print_json
+    result = _call(_client(), args, "memory_sync", {"all": args.all})
+    if args.json:
+        _print_json(result)
+        return
+    for key, label in (("came_in", "came in"), ("updated", "updated"),
+                       ("merged", "merged"), ("deleted", "deleted"),
+                       ("unshared", "unshared by a teammate (kept here, private)")):
+        entries = result.get(key) or []
+        print(f"{label}: {len(entries)}")
+        for e in entries:
+            into = f" into {e['into']}" if e.get("into") else ""
+            print(f"  {e.get('id')} [{e.get('global_id')}]{into} {e.get('content', '')}")
+    conflicts = result.get("conflicts") or []
+    print(f"conflicts: {len(conflicts)}")
+    for c in conflicts:
+        others = ", ".join(str(x.get("memory_id")) for x in c.get("conflicts", []))
+        print(f"  {c.get('id')} [{c.get('global_id')}] may contradict {others}: read both "
+              "with memnest-ctl show, then relate --type supersedes or keep-separate")
+    print(f"relations added: {result.get('relations_added', 0)}; shared memories here: "
+          f"{result.get('shared_memories', 0)}")
+    problems = result.get("problems") or []
+    if problems:
+        print(f"not imported ({len(problems)}):")
+        for p in problems:
+            print(f"  {p}")
+        print(f"to fix: {result.get('how_to_fix', '')}")
+        raise Failure(f"{len(problems)} shared file(s) could not be imported")
