@@ -296,3 +296,28 @@ def test_memory_update_shares_and_unshares(team):
     assert not (a.shared() / f"{gid}.json").exists()
     again = a.call("memory_share", id=m["id"])  # the same global id comes back
     assert again["memories"][0]["global_id"] == gid
+
+
+def test_a_shared_memory_keeps_its_anchors_in_a_teammates_checkout(team):
+    a, b = team
+    (a.repo / "src").mkdir()
+    (a.repo / "src" / "retry.py").write_text("def send():\n    return 3\n")
+    git(a.repo, "add", "src")
+    git(a.repo, "commit", "-qm", "code")
+    stored = a.call("memory_store", content="Retries are counted in `send()` in src/retry.py",
+                    scope="shared")
+    doc = json.loads(next(a.shared().glob("*.json")).read_text())
+    [anchor] = doc["anchors"]
+    assert anchor["path"] == "src/retry.py" and anchor["symbol"] == "send"
+    assert "mtime_ns" not in anchor and "size" not in anchor  # local to one checkout
+    a.publish()
+    b.pull()
+    found = b.call("memory_search", query="retries counted send")["results"][0]
+    assert found["content"] == a.call("memory_get", id=stored["id"])["content"]
+    assert found["code"]["state"] == "fresh"
+    assert [x["cites"] for x in found["code"]["anchors"]] == ["send() in src/retry.py"]
+    # B's checkout changes the code: B's recall says so, and B's file did not change.
+    before = sorted(p.read_bytes() for p in b.shared().glob("*.json"))
+    (b.repo / "src" / "retry.py").write_text("def send():\n    return 5\n")
+    assert b.call("memory_get", id=found["id"])["code"]["state"] == "changed"
+    assert sorted(p.read_bytes() for p in b.shared().glob("*.json")) == before

@@ -25,14 +25,19 @@ paths), so a sync never produces a diff of its own.
     }
 
 A deleted shared memory leaves a tombstone, `{"_memnest": 1, "deleted": true}`, so the
-deletion reaches every clone (identical bytes wherever it is deleted).
+deletion reaches every clone (identical bytes wherever it is deleted). A memory that cites
+code also carries `anchors` (core/anchors.py), relative to the workspace and without what is
+local to one checkout (file size, mtime), so a teammate's memnest checks them against their
+own checkout of the same repository.
 """
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
 from memnest_proto.contract import CATEGORIES
 
+from ..code.files import AnchorError, clean_path
+from ..core.anchors import MAX_ANCHORS, MAX_CODE_JSON, Anchor, CodeContext
 from ..core.records import GLOBAL_ID, Memory, iso, normalise_tags
 from ..storage.database import RELATION_TYPES
 
@@ -74,6 +79,7 @@ class Shared:
     created_at: datetime | None = None
     updated_at: datetime | None = None
     relations: list[tuple[str, str]] = field(default_factory=list)  # (type, to global id)
+    anchors: tuple[Anchor, ...] = ()
     deleted: bool = False
 
 
@@ -91,6 +97,8 @@ def dump(s: Shared) -> bytes:
                "importance": s.importance,
                "relations": [{"to": to, "type": rel} for rel, to in sorted(set(s.relations))],
                "tags": list(s.tags), "updated_at": iso(s.updated_at)}
+        if s.anchors:
+            doc["anchors"] = [portable(a) for a in s.anchors]
     return (json.dumps(doc, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode()
 
 
@@ -109,7 +117,43 @@ def author_of(m: Memory, user: str) -> str:
 
 def of_memory(m: Memory, relations: list[tuple[str, str]], user: str) -> Shared:
     return Shared(m.global_id, m.content, m.category, list(m.tags), m.importance,
-                  author_of(m, user), m.created_at, m.updated_at, relations)
+                  author_of(m, user), m.created_at, m.updated_at, relations,
+                  shared_anchors(m.code))
+
+
+# What an anchor says about one checkout only: left out of shared files.
+_LOCAL = {"size", "mtime_ns", "auto"}
+
+
+def portable(a: Anchor) -> dict:
+    """An anchor as a shared file holds it: the fields that are not at their default and
+    not local to this checkout."""
+    default = Anchor(path="")
+    return {k: v for k, v in sorted(asdict(a).items())
+            if k not in _LOCAL and (k == "path" or v != getattr(default, k))}
+
+
+def shared_anchors(code: str) -> tuple[Anchor, ...]:
+    """A memory's anchors as they travel (and come back) through a shared file."""
+    return tuple(Anchor(**portable(a)) for a in CodeContext.parse(code).anchors)
+
+
+def _anchors(value) -> tuple[Anchor, ...]:
+    """The anchors of a pulled file: as memnest writes them, paths inside the workspace."""
+    if not isinstance(value, list) or len(value) > MAX_ANCHORS:
+        raise Unreadable(f"anchors: not a list of at most {MAX_ANCHORS}")
+    text = json.dumps({"anchors": value})
+    if len(text) > MAX_CODE_JSON:
+        raise Unreadable(f"anchors: over {MAX_CODE_JSON} characters")
+    parsed = CodeContext.parse(text).anchors
+    if len(parsed) != len(value) or any(set(a) & _LOCAL for a in value):
+        raise Unreadable("anchors: each needs a path and fields as memnest writes them")
+    for n, a in enumerate(parsed):
+        try:
+            clean_path(a.path)
+        except AnchorError as exc:
+            raise Unreadable(f"anchors.{n}: {exc}") from None
+    return parsed
 
 
 def _unique(pairs):
@@ -155,7 +199,7 @@ def _text(value, where: str, limit: int) -> str:
 
 
 _FIELDS = {"_memnest", "author", "category", "content", "created_at", "importance",
-           "relations", "tags", "updated_at", "deleted"}
+           "relations", "tags", "updated_at", "deleted", "anchors"}
 
 
 def parse(global_id: str, data: bytes, max_chars: int) -> Shared:
@@ -216,4 +260,5 @@ def parse(global_id: str, data: bytes, max_chars: int) -> Shared:
     author = "".join(c for c in author if c.isprintable())
     return Shared(global_id, content, category, tags, importance, author,
                   _time(doc.get("created_at"), "created_at"),
-                  _time(doc.get("updated_at"), "updated_at"), rels)
+                  _time(doc.get("updated_at"), "updated_at"), rels,
+                  _anchors(doc.get("anchors", [])))

@@ -23,12 +23,22 @@ import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from ..core.anchors import CodeContext
 from ..core.records import Memory, Origin, content_hash
 from ..curation import privacy
 from ..curation.ingest import Item, ingest
 from ..store.changes import Changes
 from . import folder
-from .format import RESOLVE_HINT, TEAM_SESSION, Shared, Unreadable, dump, of_memory, parse
+from .format import (
+    RESOLVE_HINT,
+    TEAM_SESSION,
+    Shared,
+    Unreadable,
+    dump,
+    of_memory,
+    parse,
+    shared_anchors,
+)
 
 log = logging.getLogger(__name__)
 ALIASES = "team_aliases"  # Meta key: JSON {merged-away global id: the one it merged into}
@@ -346,7 +356,8 @@ def _bring_in(store, workspace: str, embed, settings, pulled: dict[str, Shared],
                     vector = embed([s.content])[0]
             after = m.copy(content=s.content, content_hash=content_hash(s.content),
                            category=s.category, importance=s.importance,
-                           scope="shared", updated_at=s.updated_at or m.updated_at)
+                           scope="shared", updated_at=s.updated_at or m.updated_at,
+                           code=_with_anchors(m.code, s.anchors))
             after.tags = list(s.tags)
             if vector is not None:
                 after.embedding_model = store.model
@@ -381,7 +392,8 @@ def _bring_in(store, workspace: str, embed, settings, pulled: dict[str, Shared],
         for author, members in groups.items():
             items = [Item(new[n].content, new[n].category, list(new[n].tags),
                           new[n].importance, created_at=new[n].created_at,
-                          updated_at=new[n].updated_at) for n in members]
+                          updated_at=new[n].updated_at,
+                          code=_with_anchors("", new[n].anchors)) for n in members]
             # as memory_import: a teammate's memories are already distinct from each other,
             # so they merge only with what was here before
             outcomes = ingest(store, workspace, items, [new_vectors[n] for n in members],
@@ -443,4 +455,13 @@ def _unique(memories: list[Memory]) -> list[Memory]:
 
 def _differs(m: Memory, s: Shared) -> bool:
     return (m.scope != "shared" or m.content != s.content or m.category != s.category
-            or list(m.tags) != list(s.tags) or m.importance != s.importance)
+            or list(m.tags) != list(s.tags) or m.importance != s.importance
+            or shared_anchors(m.code) != s.anchors)
+
+
+def _with_anchors(code: str, anchors: tuple) -> str:
+    """The memory's code context with a teammate's anchors (its branch stays as it was)."""
+    if shared_anchors(code) == tuple(anchors):
+        return code
+    here = CodeContext.parse(code)
+    return CodeContext(tuple(anchors), here.branch, here.commit).to_json()
