@@ -321,3 +321,29 @@ def test_a_shared_memory_keeps_its_anchors_in_a_teammates_checkout(team):
     (b.repo / "src" / "retry.py").write_text("def send():\n    return 5\n")
     assert b.call("memory_get", id=found["id"])["code"]["state"] == "changed"
     assert sorted(p.read_bytes() for p in b.shared().glob("*.json")) == before
+
+
+def test_a_raw_query_write_reaches_the_shared_file_and_survives_a_restart(team):
+    a, _ = team
+    a.stop()
+    a.daemon.env["MEMORY_ALLOW_DESTRUCTIVE"] = "true"
+    a.daemon.start()
+    a.client = a.daemon.client()
+    kept = a.call("memory_store", content="The release branch is cut on Mondays",
+                  scope="shared")["id"]
+    doomed = a.call("memory_store", content="Staging is reset every night at 01:00",
+                    scope="shared")["id"]
+    files = {p.name: p for p in a.shared().glob("*.json")}
+    assert len(files) == 2
+    a.call("memory_query", cypher_query=f"MATCH (m:Memory) WHERE m.id = {kept} "
+                                        "SET m.content = 'The release branch is cut on Tuesdays'")
+    a.call("memory_query", cypher_query=f"MATCH (m:Memory) WHERE m.id = {doomed} DETACH DELETE m")
+    docs = {name: json.loads(p.read_text()) for name, p in files.items()}
+    assert sorted(d.get("content", "<tombstone>") for d in docs.values()) == \
+        ["<tombstone>", "The release branch is cut on Tuesdays"]
+    # After a restart (which reads every shared file again) the edit is still there.
+    a.stop()
+    a.daemon.start()
+    a.client = a.daemon.client()
+    assert a.call("memory_get", id=kept)["content"] == "The release branch is cut on Tuesdays"
+    assert a.call("memory_list")["total"] == 1

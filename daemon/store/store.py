@@ -257,10 +257,25 @@ class MemoryStore:
         database, then the catalog and every index are rebuilt from it. Write lock held."""
         if not self.lock.held_for_writing():
             raise ChangeRefused("a raw write without the store's write lock")
+        before = dict(self.catalog)
         try:
             yield
         finally:
             self.reload()
+            self._after_raw_write(before)
+
+    def _after_raw_write(self, before: dict[int, Memory]) -> None:
+        """What follows a commit (the shared files of team memory) follows a raw write too:
+        it cannot say what it changed, so every shared memory is handed on (a file is only
+        rewritten when its bytes change) with the memories that are gone."""
+        if not self.after_commit:
+            return
+        shared: list[tuple[Memory, np.ndarray | None]] = [
+            (m, None) for m in self.catalog.values() if m.scope == "shared"]
+        gone = [m for i, m in before.items() if i not in self.catalog]
+        changes = Changes(updated=shared)
+        for hook in self.after_commit:
+            hook(self, changes, gone, set())
 
     def _indexed(self, memories: list[Memory], embeddings: dict[int, np.ndarray]) -> None:
         self.version += 1
