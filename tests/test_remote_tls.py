@@ -237,6 +237,16 @@ def test_cli_stores_and_searches_on_the_remote_daemon(remote):
     facts = json.loads(status.stdout)
     assert facts["running"] and facts["socket"] == "" and facts["log"] == ""
     assert {w["workspace"] for w in facts["workspaces"]} <= {str(remote.allowed)}
+    # export and import name files on the daemon's machine
+    exported = ctl("export", "--json", env=env)
+    assert exported.returncode == 0, exported.stderr
+    path = json.loads(exported.stdout)["path"]
+    assert path.startswith(str(remote.allowed))
+    elsewhere = ctl("export", "here.json", env=env)
+    assert elsewhere.returncode == 1 and "on the daemon's machine" in elsewhere.stderr
+    loaded = ctl("import", path, "--json", env=env)
+    assert loaded.returncode == 0, loaded.stderr
+    assert json.loads(loaded.stdout)["memories"]["duplicate"] == 1
 
 
 def test_the_shim_works_through_the_remote_daemon(remote, tmp_path):

@@ -567,6 +567,10 @@ EXPORT_SIGNATURE = b'{\n "format": "memnest-export"'  # how an export file start
 
 
 def cmd_export(args) -> None:
+    if args.file and ws.remote():
+        raise Failure("with a remote daemon (MEMNEST_REMOTE) the export is written on the "
+                      "daemon's machine, under the workspace's .memnest/exports/; run "
+                      "`memnest-ctl export` without FILE and copy it from there")
     target = Path(args.file).expanduser().absolute() if args.file else None
     if target is not None and target.exists() and not _is_export(target):
         raise Failure(f"{target} exists and is not a memnest export; it is left as it is")
@@ -592,8 +596,9 @@ def _is_export(path: Path) -> bool:
 
 
 def cmd_import(args) -> None:
-    [(workspace, out)] = _long_call(args, "memory_import",
-                                    {"path": str(Path(args.file).expanduser().resolve())})
+    # A remote daemon reads the file on its own machine: the path is passed as given there.
+    path = args.file if ws.remote() else str(Path(args.file).expanduser().resolve())
+    [(workspace, out)] = _long_call(args, "memory_import", {"path": path})
     if args.json:
         _print_json(out)
         return
