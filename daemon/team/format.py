@@ -37,6 +37,7 @@ from datetime import datetime, timezone
 from memnest_proto.contract import CATEGORIES
 
 from ..code.files import AnchorError, clean_path
+from ..core import strict_json
 from ..core.anchors import MAX_ANCHORS, MAX_CODE_JSON, Anchor, CodeContext
 from ..core.records import GLOBAL_ID, Memory, iso, normalise_tags
 from ..storage.database import RELATION_TYPES
@@ -156,19 +157,6 @@ def _anchors(value) -> tuple[Anchor, ...]:
     return parsed
 
 
-def _unique(pairs):
-    out = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"the key {key!r} appears twice")
-        out[key] = value
-    return out
-
-
-def _no_constant(name):
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def _time(value, where: str) -> datetime | None:
     if value is None:
         return None
@@ -212,7 +200,7 @@ def parse(global_id: str, data: bytes, max_chars: int) -> Shared:
     if any(line.startswith(CONFLICT_MARKERS) for line in text.splitlines()):
         raise Unreadable(f"it holds git conflict markers: {RESOLVE_HINT}")
     try:
-        doc = json.loads(text, object_pairs_hook=_unique, parse_constant=_no_constant)
+        doc = strict_json.loads(text)
     except RecursionError:
         raise Unreadable("nested too deeply") from None
     except ValueError as exc:

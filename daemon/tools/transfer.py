@@ -18,6 +18,7 @@ from memnest_proto.contract import CATEGORIES
 from memnest_proto.version import VERSION
 
 from ..code.files import AnchorError, clean_path
+from ..core import strict_json
 from ..core.anchors import MAX_CODE_JSON, CodeContext
 from ..core.errors import invalid
 from ..core.records import SCOPES, content_hash, utcnow
@@ -191,19 +192,6 @@ class _Parsed:
         self.left_out = left_out or LeftOut()  # private text and secrets not imported
 
 
-def _reject_duplicate_keys(pairs):
-    out = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"the key {key!r} appears twice in one object")
-        out[key] = value
-    return out
-
-
-def _reject_constant(name):
-    raise ValueError(f"{name} is not valid JSON")
-
-
 class _Bad(ValueError):
     """What is wrong with an export file, and where."""
 
@@ -246,8 +234,7 @@ def _parse(data: bytes, settings) -> _Parsed:
     except UnicodeDecodeError as exc:
         raise bad(f"not UTF-8 text (byte {exc.start})") from None
     try:
-        doc = json.loads(text, object_pairs_hook=_reject_duplicate_keys,
-                         parse_constant=_reject_constant)
+        doc = strict_json.loads(text)
     except RecursionError:
         raise bad("nested too deeply") from None
     except ValueError as exc:
