@@ -126,28 +126,30 @@ def _check(workspace: str, anchor: Anchor, repo: Repo | None,
     try:
         rel = clean_path(anchor.path)
         st = cache.stat(workspace, rel)
-    except FileMissing:
-        return _gone(workspace, anchor, repo, cache)
-    except NotRegular as exc:
-        return AnchorCheck(anchor, "deleted", detail=f"{exc}: the cited code is gone")
     except AnchorError as exc:
-        return _unreadable(anchor, exc)
+        return _failed(workspace, anchor, repo, cache, exc)
     if anchor.mtime_ns and st.st_size == anchor.size and st.st_mtime_ns == anchor.mtime_ns:
         return AnchorCheck(anchor, "fresh")
     if not (anchor.start or anchor.symbol):
         return AnchorCheck(anchor, "fresh")  # a whole file is fresh while it exists
     try:
         src = cache.read(workspace, rel)
-    except FileMissing:
-        return _gone(workspace, anchor, repo, cache)
-    except NotRegular as exc:
-        return AnchorCheck(anchor, "deleted", detail=f"{exc}: the cited code is gone")
     except AnchorError as exc:
-        return _unreadable(anchor, exc)
+        return _failed(workspace, anchor, repo, cache, exc)
     commit = repo.head if repo is not None and repo.head else anchor.commit
     if src.file_hash == anchor.file_hash:
         return AnchorCheck(anchor, "fresh", now=_refreshed(anchor, src, commit))
     return _compare(anchor, src, commit, cache, renamed=False)
+
+
+def _failed(workspace: str, anchor: Anchor, repo: Repo | None, cache: FileCache,
+            exc: AnchorError) -> AnchorCheck:
+    """The state of an anchor whose file could not be stat()ed or read."""
+    if isinstance(exc, FileMissing):
+        return _gone(workspace, anchor, repo, cache)
+    if isinstance(exc, NotRegular):
+        return AnchorCheck(anchor, "deleted", detail=f"{exc}: the cited code is gone")
+    return _unreadable(anchor, exc)
 
 
 def _gone(workspace: str, anchor: Anchor, repo: Repo | None, cache: FileCache) -> AnchorCheck:

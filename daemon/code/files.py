@@ -210,27 +210,25 @@ class FileCache:
         self.reads = 0
 
     def stat(self, workspace: str, rel: str) -> os.stat_result:
-        key = (workspace, rel)
-        if key not in self._stats:
+        if (workspace, rel) not in self._stats:
             self.stats += 1
-            try:
-                self._stats[key] = stat_file(workspace, rel)
-            except AnchorError as exc:
-                self._stats[key] = exc
-        return _value(self._stats[key])
+        return _cached(self._stats, workspace, rel, stat_file)
 
     def read(self, workspace: str, rel: str) -> Source:
-        key = (workspace, rel)
-        if key not in self._sources:
+        if (workspace, rel) not in self._sources:
             self.reads += 1
-            try:
-                self._sources[key] = read_source(workspace, rel)
-            except AnchorError as exc:
-                self._sources[key] = exc
-        return _value(self._sources[key])
+        return _cached(self._sources, workspace, rel, read_source)
 
 
-def _value(cached):
+def _cached(memo: dict, workspace: str, rel: str, load):
+    """`load(workspace, rel)`, once per key: its result or the AnchorError it raised."""
+    key = (workspace, rel)
+    if key not in memo:
+        try:
+            memo[key] = load(workspace, rel)
+        except AnchorError as exc:
+            memo[key] = exc
+    cached = memo[key]
     if isinstance(cached, AnchorError):
         raise type(cached)(str(cached))  # a new one: re-raising one object grows its traceback
     return cached
