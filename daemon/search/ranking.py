@@ -191,15 +191,9 @@ def demote(ranked: list, factors: dict[int, float], part: str) -> list:
 def demote_superseded(graph, ranked: list) -> list:
     """A memory another one supersedes ranks at half its score, unless the two are caught
     in a SUPERSEDES cycle: then nobody knows which is current, and none is demoted."""
-    demoted = False
-    for r in ranked:
-        if graph.superseded_by(r.memory.id) and not graph.supersession_cycle(r.memory.id):
-            r.parts["superseded"] = -r.score * (1 - SUPERSEDED_FACTOR)
-            r.score *= SUPERSEDED_FACTOR
-            demoted = True
-    if demoted:
-        ranked.sort(key=lambda r: (-r.score, -r.memory.id))
-    return ranked
+    factors = {r.memory.id: SUPERSEDED_FACTOR for r in ranked
+               if graph.superseded_by(r.memory.id) and not graph.supersession_cycle(r.memory.id)}
+    return demote(ranked, factors, "superseded") if factors else ranked
 
 
 # -- context mode ----------------------------------------------------------------------------
