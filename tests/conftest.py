@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -105,6 +106,19 @@ class Daemon:
                 async with ClientSession(read, write) as session:
                     await session.initialize()
                     yield session
+
+
+def db_edit(workspace: Path, statements: list[tuple[str, dict]]) -> None:
+    """Edit a workspace's database directly while its daemon is stopped (as an older version
+    or a crash would have left it), in a process of its own."""
+    script = textwrap.dedent(f"""
+        import json, sys, ladybug as lb
+        c = lb.Connection(lb.Database({str(workspace / '.memnest' / 'memory.lbug')!r}))
+        for query, params in json.loads(sys.stdin.read()):
+            c.execute(query, params)
+    """)
+    subprocess.run([sys.executable, "-c", script], input=json.dumps(statements), text=True,
+                   check=True)
 
 
 def put_memories(store, memories, vectors) -> None:

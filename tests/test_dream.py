@@ -9,20 +9,9 @@ import textwrap
 import time
 
 import pytest
+from conftest import db_edit
 
 DAY = 86400
-
-
-def db_edit(workspace, statements: list[tuple[str, dict]]) -> None:
-    script = textwrap.dedent(f"""
-        import json, sys, ladybug as lb
-        c = lb.Connection(lb.Database({str(workspace / '.memnest' / 'memory.lbug')!r}))
-        for query, params in json.loads(sys.stdin.read()):
-            c.execute(query, params)
-    """)
-    subprocess.run([sys.executable, "-c", script], input=json.dumps(statements), text=True,
-                   check=True)
-
 
 DUMP_QUERIES = [
     "MATCH (m:Memory) RETURN m.id, m.content, m.tags, m.importance, m.access_count, "

@@ -2,12 +2,9 @@
 judged from the rows, with a warning when several workspaces share it) and how the vector
 index stands (`vector_index`); memory_search's explain says what the search considered
 (`explain_meta`)."""
-import json
-import subprocess
-import sys
-import textwrap
 from types import SimpleNamespace
 
+from conftest import db_edit
 from memnest_daemon.tools.stats import vector_index_status
 from memnest_proto.contract import OFFLINE_MODEL
 
@@ -119,18 +116,6 @@ def test_vector_index_status_follows_the_census():
     assert "1 vectors belong to no row" in stray["degraded_because"][0]
 
 
-def _db_edit(workspace, statements):
-    """Edit the database while the daemon is stopped, as an older model would have left it."""
-    script = textwrap.dedent(f"""
-        import json, sys, ladybug as lb
-        c = lb.Connection(lb.Database({str(workspace / '.memnest' / 'memory.lbug')!r}))
-        for query, params in json.loads(sys.stdin.read()):
-            c.execute(query, params)
-    """)
-    subprocess.run([sys.executable, "-c", script], input=json.dumps(statements), text=True,
-                   check=True)
-
-
 def test_a_degraded_vector_index_shows_in_stats_and_in_search_coverage(fresh_daemon,
                                                                         workspace):
     fresh_daemon.env["MEMNEST_UPKEEP_IDLE_MINUTES"] = "0"
@@ -142,7 +127,7 @@ def test_a_degraded_vector_index_shows_in_stats_and_in_search_coverage(fresh_dae
             {"content": "The billing export goes to the finance bucket"}]}, str(workspace))
         kept, stale = [r["id"] for r in stored["results"]]
         fresh_daemon.stop()
-        _db_edit(workspace, [("MATCH (m:Memory) WHERE m.id = $id SET m.embedding = NULL, "
+        db_edit(workspace, [("MATCH (m:Memory) WHERE m.id = $id SET m.embedding = NULL, "
                               "m.embedding_model = 'old/model'", {"id": stale})])
         fresh_daemon.start()
         stats = client.call_tool("memory_stats", {}, str(workspace))
