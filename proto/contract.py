@@ -14,3 +14,12 @@ CATEGORIES = ("learning", "preference", "decision", "pattern", "general")
 
 # systemd socket activation: meant for one process only, so never passed to a child.
 SOCKET_ACTIVATION_VARS = ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES")
+
+# How tool results may be written for the model (MEMORY_RESPONSE_FORMAT); the first is the
+# default.
+RESPONSE_FORMATS = ("json", "toon")
+
+# What a client of a remote daemon (MEMNEST_REMOTE) is told when it names no workspace.
+REMOTE_NEEDS_WORKSPACE = ("MEMNEST_REMOTE is set, so the workspace is a folder on the "
+                          "daemon's machine: name it with MEMORY_WORKSPACE (or --workspace) "
+                          "as an absolute path there")

@@ -167,3 +167,51 @@ class ShutdownResponse(_message.Message):
     accepted: bool
     restarting: bool
     def __init__(self, accepted: _Optional[bool] = ..., restarting: _Optional[bool] = ...) -> None: ...
+
+class SessionStart(_message.Message):
+    __slots__ = ("workspace", "db_path", "fallback_workspace", "use_roots", "response_format", "client", "session_id", "model", "previous_version")
+    WORKSPACE_FIELD_NUMBER: _ClassVar[int]
+    DB_PATH_FIELD_NUMBER: _ClassVar[int]
+    FALLBACK_WORKSPACE_FIELD_NUMBER: _ClassVar[int]
+    USE_ROOTS_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FORMAT_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_VERSION_FIELD_NUMBER: _ClassVar[int]
+    workspace: str
+    db_path: str
+    fallback_workspace: str
+    use_roots: bool
+    response_format: str
+    client: str
+    session_id: str
+    model: str
+    previous_version: str
+    def __init__(self, workspace: _Optional[str] = ..., db_path: _Optional[str] = ..., fallback_workspace: _Optional[str] = ..., use_roots: _Optional[bool] = ..., response_format: _Optional[str] = ..., client: _Optional[str] = ..., session_id: _Optional[str] = ..., model: _Optional[str] = ..., previous_version: _Optional[str] = ...) -> None: ...
+
+class SessionState(_message.Message):
+    __slots__ = ("workspace", "db_path")
+    WORKSPACE_FIELD_NUMBER: _ClassVar[int]
+    DB_PATH_FIELD_NUMBER: _ClassVar[int]
+    workspace: str
+    db_path: str
+    def __init__(self, workspace: _Optional[str] = ..., db_path: _Optional[str] = ...) -> None: ...
+
+class SessionClosing(_message.Message):
+    __slots__ = ("reason",)
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    reason: str
+    def __init__(self, reason: _Optional[str] = ...) -> None: ...
+
+class SessionFrame(_message.Message):
+    __slots__ = ("start", "message", "state", "closing")
+    START_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    CLOSING_FIELD_NUMBER: _ClassVar[int]
+    start: SessionStart
+    message: bytes
+    state: SessionState
+    closing: SessionClosing
+    def __init__(self, start: _Optional[_Union[SessionStart, _Mapping]] = ..., message: _Optional[bytes] = ..., state: _Optional[_Union[SessionState, _Mapping]] = ..., closing: _Optional[_Union[SessionClosing, _Mapping]] = ...) -> None: ...

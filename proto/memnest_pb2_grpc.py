@@ -59,6 +59,11 @@ class MemnestStub:
                 request_serializer=memnest__proto_dot_memnest__pb2.ShutdownRequest.SerializeToString,
                 response_deserializer=memnest__proto_dot_memnest__pb2.ShutdownResponse.FromString,
                 _registered_method=True)
+        self.Session = channel.stream_stream(
+                '/memnest.v1.Memnest/Session',
+                request_serializer=memnest__proto_dot_memnest__pb2.SessionFrame.SerializeToString,
+                response_deserializer=memnest__proto_dot_memnest__pb2.SessionFrame.FromString,
+                _registered_method=True)
 
 
 class MemnestServicer:
@@ -99,6 +104,16 @@ class MemnestServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Session(self, request_iterator, context):
+        """An MCP session over a pipe: memnest-mcp relays its editor's JSON-RPC messages unparsed and
+        the daemon runs the session (initialize, tools, roots, progress, cancellation). The
+        client's first frame is `start`; then `message` frames both ways. The daemon may send
+        `state` (what to put in the next start after a reconnect) and, when it drains, `closing`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemnestServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -126,6 +141,11 @@ def add_MemnestServicer_to_server(servicer, server):
                     servicer.Shutdown,
                     request_deserializer=memnest__proto_dot_memnest__pb2.ShutdownRequest.FromString,
                     response_serializer=memnest__proto_dot_memnest__pb2.ShutdownResponse.SerializeToString,
+            ),
+            'Session': grpc.stream_stream_rpc_method_handler(
+                    servicer.Session,
+                    request_deserializer=memnest__proto_dot_memnest__pb2.SessionFrame.FromString,
+                    response_serializer=memnest__proto_dot_memnest__pb2.SessionFrame.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -263,6 +283,33 @@ class Memnest:
             '/memnest.v1.Memnest/Shutdown',
             memnest__proto_dot_memnest__pb2.ShutdownRequest.SerializeToString,
             memnest__proto_dot_memnest__pb2.ShutdownResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Session(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/memnest.v1.Memnest/Session',
+            memnest__proto_dot_memnest__pb2.SessionFrame.SerializeToString,
+            memnest__proto_dot_memnest__pb2.SessionFrame.FromString,
             options,
             channel_credentials,
             insecure,

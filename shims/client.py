@@ -82,6 +82,7 @@ class DaemonClient:
         self._upgrade_tried = False
         self.upgraded_from: str | None = None  # the version this client replaced, if any
         self._last_error = ""
+        self.daemon_version = ""  # of the daemon last accepted
 
     # -- connection ----------------------------------------------------------------------
 
@@ -182,6 +183,7 @@ class DaemonClient:
             status = self._await_daemon(spawn=self.autostart)
         status = self._handshake(status)
         self._checked_pid = status.pid
+        self.daemon_version = status.version
 
     def tools_if_running(self) -> tuple[int, list[pb.ToolDefinition]] | None:
         """The tools of a daemon that already runs and needs no upgrade, with its pid, else
@@ -388,6 +390,12 @@ class DaemonClient:
             raise ToolFailure(response.error.code, response.error.message)
         return json.loads(response.result_json)
 
+    def open_session(self, frames):
+        """An MCP session stream (memnest-mcp's pipe), starting or upgrading the daemon first
+        if need be. No deadline: it lasts as long as the editor's connection."""
+        self.ensure_running()
+        return self._connect().Session(frames)
+
     def shutdown(self, reason: str) -> None:
         if self.remote:
             raise DaemonUnavailable(f"memnestd at {self.remote} (MEMNEST_REMOTE) is another "
@@ -414,7 +422,7 @@ class DaemonClient:
         repeated: a daemon that died running it may have died of it, and a write may
         already have happened; the caller is told the outcome is unknown."""
         if self._checked_pid is not None and not self.remote and \
-                not _alive(self._checked_pid):
+                not process_alive(self._checked_pid):
             self.close()  # it died since the last call: this one goes to a new daemon
         try:
             self.ensure_running()
@@ -449,7 +457,7 @@ class DaemonClient:
             "call starts the daemon again") from None
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     """The process runs: not gone, not a zombie, not dying of a SIGKILL."""
     try:
         os.kill(pid, 0)

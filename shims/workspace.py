@@ -1,18 +1,16 @@
-"""Which workspace a client works in: MEMORY_WORKSPACE, else the MCP client's first root,
-else the project around the current directory: the nearest folder up from it that holds a
-`.memnest/` or is a repository's root (as git finds its repository), else the current
-directory itself. Run from `src/` of a project, memory is still the project's.
+"""Which workspace a client works in: MEMORY_WORKSPACE, else (for memnest-mcp, asked by the
+daemon's session) the MCP client's first root, else the project around the current directory:
+the nearest folder up from it that holds a `.memnest/` or is a repository's root (as git finds
+its repository), else the current directory itself. Run from `src/` of a project, memory is
+still the project's.
 
 With a remote daemon (MEMNEST_REMOTE) a workspace is a folder on the daemon's machine: it is
 passed on as given (the daemon checks it), never resolved or looked for here, and the
 editor's roots and the current directory, which are folders of this machine, are not used."""
 import os
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
-REMOTE_NEEDS_WORKSPACE = ("MEMNEST_REMOTE is set, so the workspace is a folder on the "
-                          "daemon's machine: name it with MEMORY_WORKSPACE (or --workspace) "
-                          "as an absolute path there")
+from memnest_proto.contract import REMOTE_NEEDS_WORKSPACE
 
 
 def remote() -> str:
@@ -33,16 +31,6 @@ def from_env() -> str | None:
     if value and remote():
         return value
     return str(Path(value).expanduser().resolve()) if value else None
-
-
-def from_root_uri(uri: str) -> str | None:
-    if remote():
-        return None  # the editor's folders are on this machine, not the daemon's
-    parsed = urlparse(str(uri))
-    if parsed.scheme != "file":
-        return None
-    path = Path(unquote(parsed.path))
-    return str(path.resolve()) if path.is_dir() else None
 
 
 PROJECT_MARKERS = (".memnest", ".git", ".hg", ".svn")

@@ -97,13 +97,14 @@ class Daemon:
                 pass
 
     @asynccontextmanager
-    async def mcp(self, cwd: Path, **env):
+    async def mcp(self, cwd: Path, message_handler=None, **env):
         """A real memnest-mcp process, spoken to by the MCP SDK's stdio client."""
         params = StdioServerParameters(command=str(BIN / "memnest-mcp"), cwd=str(cwd),
                                        env={**self.env, **env})
         with open(self.root / "shim-stderr.log", "a") as errlog:
             async with stdio_client(params, errlog=errlog) as (read, write):
-                async with ClientSession(read, write) as session:
+                async with ClientSession(read, write,
+                                         message_handler=message_handler) as session:
                     await session.initialize()
                     yield session
 

@@ -4,7 +4,7 @@ import json
 import subprocess
 
 from conftest import BIN
-from memnest_shims.mcp.jsonrpc_guard import MAX_DEPTH, depth_and_id
+from memnest_daemon.server.jsonrpc_guard import MAX_DEPTH, depth_and_id
 
 
 def test_depth_and_id_are_read_without_recursion():

@@ -7,7 +7,7 @@ import logging
 import anyio
 import pytest
 import toon_format
-from memnest_shims.mcp.render import render, response_format
+from memnest_daemon.server.render import render, response_format
 
 MEMORIES = [
     {"content": "Deploys go out on Tuesday after the 10:00 sync, never on Fridays.",
@@ -31,18 +31,13 @@ def calls(ids: list[int]) -> list[tuple[str, dict]]:
 
 @pytest.mark.parametrize("value, chosen", [
     (None, "json"), ("", "json"), ("json", "json"), ("toon", "toon"), (" TOON ", "toon")])
-def test_the_default_is_json_and_the_variable_picks_the_format(monkeypatch, value, chosen):
-    if value is None:
-        monkeypatch.delenv("MEMORY_RESPONSE_FORMAT", raising=False)
-    else:
-        monkeypatch.setenv("MEMORY_RESPONSE_FORMAT", value)
-    assert response_format() == chosen
+def test_the_default_is_json_and_the_variable_picks_the_format(value, chosen):
+    assert response_format(value) == chosen
 
 
-def test_a_bad_value_falls_back_to_json_with_a_warning(monkeypatch, caplog):
-    monkeypatch.setenv("MEMORY_RESPONSE_FORMAT", "yaml")
-    with caplog.at_level(logging.WARNING, logger="memnest-mcp"):
-        assert response_format() == "json"
+def test_a_bad_value_falls_back_to_json_with_a_warning(caplog):
+    with caplog.at_level(logging.WARNING, logger="memnest_daemon.server.render"):
+        assert response_format("yaml") == "json"
     [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert "MEMORY_RESPONSE_FORMAT='yaml'" in warning and "using json" in warning
 

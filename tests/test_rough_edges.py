@@ -53,12 +53,17 @@ def test_a_daemon_that_cannot_start_is_a_defined_json_rpc_error(fresh_daemon, wo
     fresh_daemon.env["MEMORY_EMBEDDING_DIM"] = "768"  # memnestd refuses to start with it
 
     async def run():
-        async with fresh_daemon.mcp(workspace) as session:
-            with pytest.raises(MCPError) as failed:
-                await session.list_tools()
-            assert failed.value.code == -32603  # JSON-RPC's internal error, not 0
-            assert "memnest daemon unavailable" in failed.value.message
-            assert "MEMORY_EMBEDDING_DIM" in failed.value.message
+        # The daemon runs the MCP session, so the editor learns it at initialize.
+        with pytest.raises(BaseException) as failed:  # the SDK's task groups wrap it
+            async with fresh_daemon.mcp(workspace):
+                pass
+        error = failed.value
+        while isinstance(error, BaseExceptionGroup):
+            error = error.exceptions[0]
+        assert isinstance(error, MCPError), repr(failed.value)
+        assert error.code == -32603  # JSON-RPC's internal error, not 0
+        assert "memnest daemon unavailable" in error.message
+        assert "MEMORY_EMBEDDING_DIM" in error.message
     anyio.run(run)
 
 

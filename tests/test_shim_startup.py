@@ -1,46 +1,54 @@
-"""memnest-mcp starts with a warm-up thread that loads the gRPC client and fetches the tools of
-a daemon already running, while the main thread imports the MCP SDK. The warm-up never starts
-or replaces a daemon: that stays with the first call."""
+"""memnest-mcp is a pipe: it imports gRPC and the generated messages, none of the MCP SDK,
+starts the daemon when its editor first speaks (not before), and upgrades an older one then.
+The daemon runs the session; a daemon replaced behind the shim's back is reconnected to with
+the editor's handshake replayed, and told the editor that its tools may have changed."""
 import subprocess
 import sys
 
 import anyio
+import mcp_types as types
 
 from memnest_proto.version import VERSION
 
-from conftest import old_daemon_command, result_json
+from conftest import BIN, old_daemon_command, result_json
 
 
-def test_the_entry_module_imports_neither_grpc_nor_the_mcp_sdk():
-    probe = ("import sys, memnest_shims.mcp.main;"
-             "print(','.join(m for m in ('grpc', 'google.protobuf', 'mcp', 'mcp_types')"
-             " if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True).stdout.strip()
-    assert out == "", f"importing the entry module imported {out}"
-
-
-def test_the_server_is_imported_without_the_sdk_client_yet_the_whole_package_stays_usable():
-    probe = ("import sys, memnest_shims.mcp.server;"
-             "left_out = 'mcp.client.session' not in sys.modules;"
-             "from mcp import ClientSession; import mcp.server;"
-             "print(left_out, ClientSession.__name__, mcp.server.MCPServer.__name__)")
+def test_the_shim_imports_grpc_but_nothing_of_the_mcp_sdk():
+    probe = ("import sys, memnest_shims.mcp.main, memnest_shims.mcp.pipe;"
+             "print(','.join(m for m in ('mcp', 'mcp_types', 'pydantic', 'anyio', 'numpy')"
+             " if m in sys.modules), 'grpc' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True).stdout.split()
-    assert out == ["True", "ClientSession", "MCPServer"]
+    assert out == ["True"], f"the shim imported {out[0]}"
 
 
-def test_a_shim_starts_no_daemon_until_its_first_call(fresh_daemon, workspace):
+def test_the_version_flag_answers_without_a_daemon(fresh_daemon):
+    out = subprocess.run([str(BIN / "memnest-mcp"), "--version"], capture_output=True,
+                         text=True, env=fresh_daemon.env, timeout=30)
+    assert out.stdout.strip() == f"memnest-mcp {VERSION}" and fresh_daemon.pids() == []
+
+
+def test_a_shim_starts_no_daemon_until_its_editor_speaks(fresh_daemon, workspace):
+    shim = subprocess.Popen([str(BIN / "memnest-mcp")], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env=fresh_daemon.env, cwd=workspace)
+    try:
+        assert shim.wait(timeout=1.0) is None
+    except subprocess.TimeoutExpired:
+        pass
+    assert fresh_daemon.pids() == []
+    shim.stdin.close()
+    assert shim.wait(timeout=10) == 0
+    assert fresh_daemon.pids() == []
+
     async def body():
         async with fresh_daemon.mcp(workspace) as s:
-            await anyio.sleep(1.0)  # ample time for the warm-up to finish
-            assert fresh_daemon.pids() == []
+            assert len(fresh_daemon.pids()) == 1  # started by the initialize
             assert result_json(await s.call_tool("memory_stats", {}))["memories"] == 0
     anyio.run(body)
-    assert len(fresh_daemon.pids()) == 1
 
 
-def test_an_older_daemon_is_replaced_by_the_first_call_not_the_warmup(fresh_daemon, workspace):
+def test_an_older_daemon_is_replaced_when_the_editor_connects(fresh_daemon, workspace):
     fresh_daemon.proc = subprocess.Popen(
         old_daemon_command("0.0.1"), env=fresh_daemon.env,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -49,22 +57,51 @@ def test_an_older_daemon_is_replaced_by_the_first_call_not_the_warmup(fresh_daem
 
     async def body():
         async with fresh_daemon.mcp(workspace) as s:
-            await anyio.sleep(1.0)
-            assert fresh_daemon.pids() == [old_pid]
             assert {t.name for t in (await s.list_tools()).tools} >= {"memory_store"}
     anyio.run(body)
     status = fresh_daemon.client(autostart=False).status()
     assert status.version == VERSION and status.pid != old_pid
 
 
-def test_tools_are_listed_after_the_daemon_was_replaced_since_start(fresh_daemon, workspace):
+def test_a_replaced_daemon_gets_the_handshake_and_the_editor_hears_of_new_tools(
+        fresh_daemon, workspace):
     fresh_daemon.start()
+    heard: list[str] = []
+
+    async def on_message(message) -> None:
+        if isinstance(message, types.ServerNotification):
+            heard.append(message.method)
+
+    async def body():
+        async with fresh_daemon.mcp(workspace, message_handler=on_message) as s:
+            stored = result_json(await s.call_tool("memory_store", {
+                "content": "The staging database is reset every Monday at 06:00"}))
+            fresh_daemon.stop()  # drains: the session is closed, the shim reconnects later
+            fresh_daemon.proc = subprocess.Popen(
+                old_daemon_command("9.9.9"), env=fresh_daemon.env,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            fresh_daemon.wait_ready()
+            # Same editor session, no new initialize from the editor: the shim replayed it.
+            assert {t.name for t in (await s.list_tools()).tools} >= {"memory_store"}
+            got = result_json(await s.call_tool("memory_get", {"id": stored["id"]}))
+            assert got["content"].startswith("The staging database")
+            await anyio.sleep(0.2)
+    anyio.run(body)
+    assert "notifications/tools/list_changed" in heard
+
+
+def test_a_daemon_without_sessions_is_refused_with_a_version_message(fresh_daemon, workspace):
+    env = {**fresh_daemon.env, "MEMNEST_TEST_NO_SESSIONS": "1"}
+    fresh_daemon.proc = subprocess.Popen(old_daemon_command("9.9.9"), env=env,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    fresh_daemon.wait_ready()
 
     async def body():
         async with fresh_daemon.mcp(workspace) as s:
-            await anyio.sleep(1.0)  # the warm-up has fetched the first daemon's tools
-            fresh_daemon.stop()
-            fresh_daemon.start()
-            assert {t.name for t in (await s.list_tools()).tools} >= {"memory_store"}
-            assert result_json(await s.call_tool("memory_stats", {}))["memories"] == 0
-    anyio.run(body)
+            pass
+    try:
+        anyio.run(body)
+        raise AssertionError("initialize succeeded against a daemon without sessions")
+    except Exception as exc:  # the SDK client raises the JSON-RPC error of initialize
+        text = repr(exc)
+        assert "memnestd 9.9.9" in text and "predates MCP sessions" in text, text

@@ -50,15 +50,15 @@ def test_two_shims_replace_an_older_daemon_and_no_call_fails(fresh_daemon, works
     pool = ThreadPoolExecutor(max_workers=1)
 
     async def two_new_shims():
+        in_flight = pool.submit(old_shim.call_tool, "memory_store", {"items": items},
+                                str(workspace))
+        deadline = time.monotonic() + 30
+        while watcher.status().calls_in_flight < 1 and not in_flight.done():
+            assert time.monotonic() < deadline, "the batch never started"
+            await anyio.sleep(0.02)
+        assert not in_flight.done(), "the batch finished before the upgrade could start"
+        # The new shims' editors connect while the batch runs: the first asks for the upgrade.
         async with fresh_daemon.mcp(workspace) as a, fresh_daemon.mcp(workspace) as b:
-            # Both shims are up (they have not talked to the daemon yet); start the batch.
-            in_flight = pool.submit(old_shim.call_tool, "memory_store", {"items": items},
-                                    str(workspace))
-            deadline = time.monotonic() + 30
-            while watcher.status().calls_in_flight < 1 and not in_flight.done():
-                assert time.monotonic() < deadline, "the batch never started"
-                await anyio.sleep(0.02)
-            assert not in_flight.done(), "the batch finished before the upgrade could start"
             stores, searches = [], []
 
             async def use(session, n):

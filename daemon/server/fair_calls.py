@@ -9,12 +9,18 @@ most the calls already running, however long the busy client's queue is.
 The client is the connection the call came on. The relay in server.py gives each accepted
 connection its own name on the way to the gRPC server, which gRPC reports as the call's peer;
 calls whose peer has no name (or whose peer cannot be read) share one queue.
+
+An MCP session (the Session stream) lasts as long as its editor window and mostly waits, so
+it does not take one of the workers: it gets a thread of its own, and the tool calls it makes
+come back through submit_for() under the session's connection, taking turns like any other.
 """
 import threading
 from collections import OrderedDict, deque
 from concurrent import futures
 
 UNKNOWN_CLIENT = "unix:"
+# Streams that live as long as a client is connected: each runs on a thread of its own.
+LONG_LIVED = {b"/memnest.v1.Memnest/Session"}
 
 
 def client_of(args: tuple) -> str:
@@ -29,6 +35,16 @@ def client_of(args: tuple) -> str:
                 return UNKNOWN_CLIENT
             return peer.decode(errors="replace") if isinstance(peer, bytes) else str(peer)
     return UNKNOWN_CLIENT
+
+
+def method_of(args: tuple) -> bytes:
+    """The RPC method of the call gRPC is scheduling, b"" when it cannot be read."""
+    for arg in args:
+        details = getattr(arg, "call_details", None)
+        if details is not None:
+            method = getattr(details, "method", b"")
+            return method if isinstance(method, bytes) else str(method).encode()
+    return b""
 
 
 class FairExecutor(futures.Executor):
@@ -48,8 +64,13 @@ class FairExecutor(futures.Executor):
         self._shutdown = False
 
     def submit(self, fn, /, *args, **kwargs) -> futures.Future:
+        if method_of(args) in LONG_LIVED:
+            return self._on_own_thread(fn, args, kwargs)
+        return self.submit_for(client_of(args), fn, *args, **kwargs)
+
+    def submit_for(self, client: str, fn, /, *args, **kwargs) -> futures.Future:
+        """Run fn in `client`'s turn."""
         future: futures.Future = futures.Future()
-        client = client_of(args)
         with self._cond:
             if self._shutdown:
                 raise RuntimeError("cannot schedule new calls after shutdown")
@@ -65,6 +86,22 @@ class FairExecutor(futures.Executor):
                 thread.start()
             else:
                 self._cond.notify()
+        return future
+
+    def _on_own_thread(self, fn, args, kwargs) -> futures.Future:
+        future: futures.Future = futures.Future()
+        with self._cond:
+            if self._shutdown:
+                raise RuntimeError("cannot schedule new calls after shutdown")
+        future.set_running_or_notify_cancel()
+
+        def run() -> None:
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:  # the future carries it, as ThreadPoolExecutor does
+                future.set_exception(exc)
+
+        threading.Thread(target=run, name=f"{self._prefix}_session", daemon=True).start()
         return future
 
     def waiting(self) -> dict[str, int]:

@@ -392,8 +392,9 @@ class DaemonServer:
         self._own_public: socket.socket | None = None
         self._inner: Path | None = None
         self._inner_dir: str | None = None
+        executor = FairExecutor(max_workers=workers, thread_name_prefix="call")
         self._server = grpc.server(
-            FairExecutor(max_workers=workers, thread_name_prefix="call"),
+            executor,
             interceptors=[self.activity],
             # Beyond this many calls accepted and not finished, gRPC answers RESOURCE_EXHAUSTED
             # at once: a runaway client cannot queue requests until memory runs out.
@@ -401,7 +402,9 @@ class DaemonServer:
             options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                      ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                      ("grpc.so_reuseport", 0)])
-        pb_grpc.add_MemnestServicer_to_server(servicer_factory(self.request_stop), self._server)
+        self.service = servicer_factory(self.request_stop)
+        self.service.attach_executor(executor)
+        pb_grpc.add_MemnestServicer_to_server(self.service, self._server)
 
     @property
     def activated(self) -> bool:
@@ -537,6 +540,8 @@ class DaemonServer:
         log.info("draining calls in flight (up to %.0fs)", DRAIN_SECONDS)
         if self._relay is not None:
             self._relay.stop_accepting()
+        # MCP sessions last as long as their editors: they end once what they read is answered
+        self.service.drain_sessions("memnestd is stopping", DRAIN_SECONDS)
         self._server.stop(grace=DRAIN_SECONDS).wait()
         if self._inner is not None:
             for path in (self._inner,):

@@ -247,6 +247,9 @@ def _serve(server, stores, embedder, settings: Settings, idle_exit_seconds: floa
     from .upkeep import Upkeep
 
     _sd_notify("READY=1")
+    # The MCP SDK, imported now rather than when the first editor connects
+    threading.Thread(target=lambda: server.service.sessions.tools(), name="mcp-warmup",
+                     daemon=True).start()
     start_housekeeping(stores, Upkeep(stores, embedder, settings),
                        settings.idle_close_minutes * 60, neighbour_floor(settings))
     if idle_exit_seconds > 0:

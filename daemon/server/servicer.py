@@ -8,6 +8,7 @@ import os
 import queue
 import threading
 import time
+from typing import Any
 
 import grpc
 import psutil
@@ -68,6 +69,26 @@ class MemnestService(pb_grpc.MemnestServicer):
         self._on_shutdown = on_shutdown
         self.policy = policy  # tls.ClientPolicy when the daemon also listens on TLS
         self._model_notes_logged: set[tuple[str, str]] = set()
+        self._submit = None  # the server's FairExecutor.submit_for, once attached
+        self._sessions = None  # session_pipe.SessionHub, from the first MCP session on
+        self._sessions_lock = threading.Lock()
+
+    def attach_executor(self, executor) -> None:
+        """The executor gRPC runs calls on: MCP sessions' tool calls take turns on it too."""
+        self._submit = executor.submit_for
+
+    @property
+    def sessions(self):
+        with self._sessions_lock:
+            if self._sessions is None:
+                from .session_pipe import SessionHub  # the MCP SDK: only once a session comes
+
+                self._sessions = SessionHub(self, self._submit)
+            return self._sessions
+
+    def drain_sessions(self, reason: str, timeout: float) -> None:
+        if self._sessions is not None:
+            self._sessions.drain(reason, timeout)
 
     # -- tools ---------------------------------------------------------------------------
 
@@ -86,6 +107,9 @@ class MemnestService(pb_grpc.MemnestServicer):
     def CallTool(self, request, context):
         return self._call(request, lambda done, total, message: None, context.is_active,
                           tls_identity(context))
+
+    def Session(self, request_iterator, context):
+        return self.sessions.serve(request_iterator, context, tls_identity(context))
 
     def CallToolStream(self, request, context):
         events: queue.Queue = queue.Queue()
@@ -125,8 +149,17 @@ class MemnestService(pb_grpc.MemnestServicer):
 
     def _call(self, request, progress, still_wanted,
               identity: str | None = None) -> pb.CallToolResponse:
-        """Run one tool call. `identity` is None for the local user (the Unix socket), the
-        client certificate's common name for a call over TLS."""
+        result, error = self.outcome(request, progress, still_wanted, identity)
+        if error is not None:
+            return pb.CallToolResponse(error=pb.ToolError(code=error.code, message=error.message))
+        return pb.CallToolResponse(result_json=json.dumps(result, ensure_ascii=False,
+                                                          default=str))
+
+    def outcome(self, request, progress, still_wanted,
+                identity: str | None = None) -> tuple[Any, ToolError | None]:
+        """Run one tool call: (its result, None) or (None, the error); nothing raises out.
+        `identity` is None for the local user (the Unix socket), the client certificate's
+        common name for a call over TLS."""
         started = time.monotonic()
         self.runtime.begin()
         ctx = None
@@ -154,22 +187,20 @@ class MemnestService(pb_grpc.MemnestServicer):
             note = self._model_note(request)
             if note and isinstance(result, dict):
                 result = {**result, "model_note": note}
-            return pb.CallToolResponse(result_json=json.dumps(result, ensure_ascii=False,
-                                                              default=str))
+            return result, None
         except ToolError as exc:
             log.info("%s failed (%s): %s", request.tool, exc.code, exc.message)
-            return pb.CallToolResponse(error=pb.ToolError(code=exc.code, message=exc.message))
+            return None, exc
         except Exception as exc:  # a bug or a storage failure: report it, keep serving
             storage = storage_failure(exc)
             if storage is not None:
                 log.warning("%s could not write: %s", request.tool, exc)
-                return pb.CallToolResponse(error=pb.ToolError(code="storage_error",
-                                                              message=storage))
+                return None, ToolError("storage_error", storage)
             log.exception("%s raised", request.tool)
-            return pb.CallToolResponse(error=pb.ToolError(
-                code="internal", message=f"{request.tool} failed inside the daemon: "
+            return None, ToolError(
+                "internal", f"{request.tool} failed inside the daemon: "
                 f"{type(exc).__name__}: {exc}. The daemon is still running; details are in "
-                f"{self.runtime.log_path}"))
+                f"{self.runtime.log_path}")
         finally:
             if ctx is not None:
                 ctx.close()

@@ -1,1 +1,1 @@
-"""memnest-mcp: the stdio MCP server that forwards tool calls to the daemon."""
+"""memnest-mcp: the stdio MCP server of an editor window, a pipe to the daemon's session."""

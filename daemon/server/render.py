@@ -1,5 +1,6 @@
 """How a tool result is written for the model: compact JSON (the default), or TOON
-(MEMORY_RESPONSE_FORMAT=toon).
+(MEMORY_RESPONSE_FORMAT=toon in the MCP server's environment; memnest-mcp passes it on when
+its session starts).
 
 JSON is the default because it is the cheaper of the two for memnest's results, measured by
 bench/response_tokens.py (bench/RESULTS.md): on typical memory_search, memory_list,
@@ -10,15 +11,16 @@ key: value blocks; its headline savings are against indented JSON, which the shi
 sends. TOON is cheaper only for flat rows (a memory_query of scalar columns: 19-26% fewer)."""
 import json
 import logging
-import os
 
-log = logging.getLogger("memnest-mcp")
-FORMATS = ("json", "toon")
-DEFAULT = "json"
+from memnest_proto.contract import RESPONSE_FORMATS as FORMATS
+
+log = logging.getLogger(__name__)
+DEFAULT = FORMATS[0]
 
 
-def response_format() -> str:
-    chosen = os.environ.get("MEMORY_RESPONSE_FORMAT", DEFAULT).strip().lower() or DEFAULT
+def response_format(value: str | None) -> str:
+    """The format MEMORY_RESPONSE_FORMAT=`value` asks for."""
+    chosen = (value or "").strip().lower()[:40] or DEFAULT
     if chosen not in FORMATS:
         log.warning("MEMORY_RESPONSE_FORMAT=%r is not one of %s; using %s", chosen,
                     ", ".join(FORMATS), DEFAULT)
@@ -31,4 +33,4 @@ def render(result, fmt: str) -> str:
         import toon_format  # small and pure Python; imported only when asked for
 
         return toon_format.encode(result)
-    return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(result, ensure_ascii=False, separators=(",", ":"), default=str)

@@ -1,0 +1,331 @@
+"""memnest-mcp as a pipe: the editor's JSON-RPC lines go to memnestd unparsed, over one
+Session stream, and the daemon's lines come back to stdout. The daemon runs the MCP session.
+
+What the pipe still knows about the messages is what it needs to survive a daemon that stops:
+which of the editor's requests are unanswered, and the editor's initialize handshake.
+
+- The daemon drains (a stop, an upgrade): it answers every request it read, says `closing`,
+  and ends the stream. Requests it did not read are sent again to the next daemon.
+- The daemon dies: an unanswered tools/call may or may not have taken effect, so it is
+  answered with an error that says so (never repeated); other requests are sent again.
+- Either way the next connection starts (or upgrades) the daemon, replays the editor's
+  initialize with an id of its own, keeps its answer to itself, and the editor never notices.
+  A daemon is started again only when there is something to send, so `memnest-ctl stop`
+  stays stopped until the editor asks for something.
+"""
+import json
+import logging
+import os
+import queue
+import re
+import sys
+import threading
+import uuid
+
+import grpc
+from memnest_proto import memnest_pb2 as pb
+from memnest_proto.contract import MAX_MESSAGE_BYTES, RESPONSE_FORMATS
+from memnest_proto.version import VERSION
+
+from .. import workspace as ws
+from ..client import DaemonClient, process_alive
+from ..errors import DaemonUnavailable
+
+log = logging.getLogger("memnest-mcp")
+
+MAX_LINE = MAX_MESSAGE_BYTES - 4096  # room for the frame around the line
+INVALID_REQUEST, INTERNAL_ERROR = -32600, -32603
+REPLAY_ID = "memnest-replay-"
+_STOP = object()  # ends a connection's outgoing frames
+_ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+OUTCOME_UNKNOWN = ("outcome_unknown: memnestd stopped while it was running this call, so "
+                   "whether it took effect is unknown; it was not repeated, since it may be "
+                   "what stopped the daemon. Check with memory_get, memory_list or "
+                   "memory_search before calling it again; the next call starts the daemon "
+                   "again")
+
+
+def _key(request_id) -> str:
+    """A request id as a dict key that keeps 1 and "1" apart."""
+    return json.dumps(request_id)
+
+
+class Connection:
+    """One Session stream to one daemon."""
+
+    def __init__(self, frames: "queue.Queue", replay_key: str | None):
+        self.frames = frames
+        self.replay_key = replay_key  # the replayed initialize, whose answer is ours
+        self.version = ""
+        self.pid: int | None = None  # of a local daemon
+        self.asks: set[str] = set()  # the daemon's requests to the editor, unanswered
+        self.taken: set[str] = set()  # the editor's requests gRPC has taken to send
+        self.closing = False  # the daemon said it drains
+        self.refused = ""  # why this daemon cannot serve a pipe, if it cannot
+
+    def send(self, data: bytes, key: str | None = None) -> None:
+        self.frames.put((key, pb.SessionFrame(message=data)))
+
+    def end(self) -> None:
+        self.frames.put((None, _STOP))
+
+    def outgoing(self):
+        """The frames for gRPC to send, noting which requests it took: one it never took
+        cannot have reached the daemon."""
+        while True:
+            key, frame = self.frames.get()
+            if frame is _STOP:
+                return
+            if key is not None:
+                self.taken.add(key)
+            yield frame
+
+    def dead(self) -> bool:
+        """Its local daemon is gone (killed between two messages)."""
+        return self.pid is not None and not process_alive(self.pid)
+
+
+class Relay:
+    def __init__(self, client: DaemonClient, stdin=None, stdout=None):
+        self.client = client
+        self.stdin = stdin or sys.stdin.buffer
+        self.stdout = stdout or sys.stdout.buffer
+        self._lock = threading.RLock()  # the connection and what is unanswered
+        self._out_lock = threading.Lock()
+        self.conn: Connection | None = None
+        self.pending: dict[str, tuple[str, bytes]] = {}  # the editor's requests: method, line
+        self.initialize: dict | None = None  # the editor's initialize request, answered
+        self.initialized: bytes | None = None
+        self._initialize_key: str | None = None
+        self._replays = 0
+        self.session_id = uuid.uuid4().hex[:16]
+        self.state: tuple[str, str] | None = None  # (workspace, db_path) the daemon settled on
+        self.previous_version = ""
+        self.refused = ""
+        self._receivers: list[threading.Thread] = []
+
+    # -- from the editor ------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Relay until the editor closes stdin."""
+        while True:
+            line = self.stdin.readline(MAX_LINE + 1)
+            if not line:
+                break
+            if len(line) > MAX_LINE and not line.endswith(b"\n"):
+                self._skip_rest_of_line()
+                match = _ID.search(line[:4096])
+                self._reply_error(json.loads(match.group(1)) if match else None,
+                                  INVALID_REQUEST, f"the message is larger than {MAX_LINE} "
+                                  "bytes; send a smaller one")
+                continue
+            line = line.strip()
+            if line:
+                self.from_editor(line)
+        with self._lock:
+            conn, self.conn = self.conn, None
+        if conn is not None:
+            conn.end()  # the daemon ends the session once it has read everything
+        for receiver in self._receivers:
+            receiver.join(timeout=10)
+
+    def _skip_rest_of_line(self) -> None:
+        while True:
+            chunk = self.stdin.readline(1 << 20)
+            if not chunk or chunk.endswith(b"\n"):
+                return
+
+    def from_editor(self, line: bytes) -> None:
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            message = None  # the daemon answers what can be answered of it
+        with self._lock:
+            key = None
+            if isinstance(message, dict):
+                if not self._note_from_editor(message, line):
+                    return
+                if "method" in message and "id" in message:
+                    key = _key(message["id"])
+            self._send(line, key)
+
+    def _note_from_editor(self, message: dict, line: bytes) -> bool:
+        """Track what the editor sends; False when it is not for the daemon."""
+        method = message.get("method")
+        if isinstance(method, str):
+            if "id" in message:
+                key = _key(message["id"])
+                self.pending[key] = (method, line)
+                if method == "initialize":
+                    self._initialize_key, self.initialize = key, message
+            elif method == "notifications/initialized":
+                self.initialized = line
+            elif method == "notifications/cancelled":
+                params = message.get("params")
+                if isinstance(params, dict) and "requestId" in params:
+                    self.pending.pop(_key(params["requestId"]), None)
+            return True
+        if "id" in message:  # the editor answers the daemon: only the daemon that asked
+            key = _key(message["id"])
+            if self.conn is None or key not in self.conn.asks:
+                return False
+            self.conn.asks.discard(key)
+        return True
+
+    def _send(self, line: bytes, key: str | None) -> None:
+        """Send a line to the daemon, connecting first if need be. Called with _lock held."""
+        if self.refused:
+            self._fail_pending(self.refused)
+            return
+        if self.conn is not None and self.conn.dead():
+            conn, self.conn = self.conn, None
+            self._settle(conn, resend=True)
+            if key is not None:
+                return  # a request is pending: sent again (or answered) with the others
+        if self.conn is None:
+            try:
+                self._connect()
+            except DaemonUnavailable as exc:
+                self._fail_pending(f"memnest daemon unavailable: {exc}")
+                return
+        assert self.conn is not None
+        self.conn.send(line, key)
+
+    def _connect(self) -> None:
+        """Open a Session stream, replaying the editor's handshake to a new daemon."""
+        self.client.close()  # a fresh check of which daemon runs (and start one if none)
+        frames: queue.Queue = queue.Queue()
+        conn = Connection(frames, None)
+        workspace, db_path = self.state or (ws.from_env() or "", ws.db_path_override())
+        remote = bool(ws.remote())
+        frames.put((None, pb.SessionFrame(start=pb.SessionStart(
+            workspace=workspace, db_path=db_path,
+            fallback_workspace="" if remote else ws.from_cwd(), use_roots=not remote,
+            response_format=os.environ.get("MEMORY_RESPONSE_FORMAT", ""),
+            client=f"memnest-mcp {VERSION} pid {os.getpid()}", session_id=self.session_id,
+            model=os.environ.get("MEMORY_EMBEDDING_MODEL", "").strip(),
+            previous_version=self.previous_version))))
+        if self.initialize is not None and self._initialize_key not in self.pending:
+            self._replays += 1
+            replay = {**self.initialize, "id": f"{REPLAY_ID}{self._replays}"}
+            conn.replay_key = _key(replay["id"])
+            conn.send(json.dumps(replay).encode())
+            if self.initialized is not None:
+                conn.send(self.initialized)
+        responses = self.client.open_session(conn.outgoing())
+        conn.version = self.client.daemon_version
+        conn.pid = None if self.client.remote else self.client.accepted_pid
+        self.conn = conn
+        receiver = threading.Thread(target=self._receive, args=(conn, responses),
+                                    name="from-daemon", daemon=True)
+        self._receivers = [r for r in self._receivers if r.is_alive()] + [receiver]
+        receiver.start()
+
+    # -- from the daemon -------------------------------------------------------------------
+
+    def _receive(self, conn: Connection, responses) -> None:
+        try:
+            for frame in responses:
+                kind = frame.WhichOneof("frame")
+                if kind == "message":
+                    self._from_daemon(conn, frame.message)
+                elif kind == "state":
+                    with self._lock:
+                        self.state = (frame.state.workspace, frame.state.db_path)
+                elif kind == "closing":
+                    conn.closing = True
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
+                conn.refused = (f"memnestd {conn.version or '(older)'} at "
+                                f"{self.client.address} cannot serve memnest-mcp {VERSION}: it "
+                                "predates MCP sessions in the daemon. Upgrade memnest where "
+                                "memnestd runs, or run `memnest-ctl stop` so that this "
+                                "client starts its own")
+            elif exc.code() != grpc.StatusCode.CANCELLED:
+                log.info("connection to memnestd lost: %s", exc.code().name)
+        self._lost(conn)
+
+    def _from_daemon(self, conn: Connection, data: bytes) -> None:
+        try:
+            message = json.loads(data)
+        except (ValueError, RecursionError):
+            message = None
+        if isinstance(message, dict) and "id" in message:
+            key = _key(message["id"])
+            if "method" in message:
+                conn.asks.add(key)  # the daemon asks the editor (roots)
+            else:
+                with self._lock:
+                    if key == conn.replay_key:
+                        return  # the answer to our replayed initialize
+                    self.pending.pop(key, None)
+        self._write(data)
+
+    def _lost(self, conn: Connection) -> None:
+        """The stream ended: answer or resend what the editor still waits for."""
+        with self._lock:
+            if conn is not self.conn:
+                return  # the editor closed stdin, or a newer connection took over
+            self.conn = None
+            self._settle(conn, resend=True)
+
+    def _settle(self, conn: Connection, resend: bool) -> None:
+        """After `conn` ended: an unanswered tools/call that may have reached a daemon that
+        died is answered as such; the other requests go to the next daemon (now, if
+        `resend`, else with the next message). Called with _lock held."""
+        conn.end()
+        self.previous_version = conn.version or self.previous_version
+        if conn.refused:
+            self.refused = conn.refused
+            self._fail_pending(conn.refused)
+            return
+        for key, (method, _line) in list(self.pending.items()):
+            if method == "tools/call" and not conn.closing and key in conn.taken:
+                del self.pending[key]
+                self._write(_tool_error(json.loads(key), OUTCOME_UNKNOWN))
+        for key, (_method, line) in list(self.pending.items()):
+            if not resend:
+                return
+            if self.conn is None:
+                try:
+                    self._connect()
+                except DaemonUnavailable as exc:
+                    self._fail_pending(f"memnest daemon unavailable: {exc}")
+                    return
+            assert self.conn is not None
+            self.conn.send(line, key)
+
+    # -- to the editor ---------------------------------------------------------------------
+
+    def _fail_pending(self, why: str) -> None:
+        """Answer every unanswered request with `why`. Called with _lock held."""
+        for key, (method, _line) in list(self.pending.items()):
+            del self.pending[key]
+            request_id = json.loads(key)
+            if method == "tools/call":
+                self._write(_tool_error(request_id, why))
+            else:
+                self._reply_error(request_id, INTERNAL_ERROR, why)
+
+    def _reply_error(self, request_id, code: int, message: str) -> None:
+        self._write(json.dumps({"jsonrpc": "2.0", "id": request_id,
+                                "error": {"code": code, "message": message}}).encode())
+
+    def _write(self, data: bytes) -> None:
+        with self._out_lock:
+            self.stdout.write(data + b"\n")
+            self.stdout.flush()
+
+
+def _tool_error(request_id, text: str) -> bytes:
+    """A tools/call answered with a tool error: the model reads it and can act on it."""
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "result": {
+        "content": [{"type": "text", "text": text}], "isError": True}}).encode()
+
+
+def warn_about_settings() -> None:
+    """What the editor's MCP log should show: a setting the daemon will not honour."""
+    chosen = os.environ.get("MEMORY_RESPONSE_FORMAT", "").strip().lower()
+    if chosen and chosen not in RESPONSE_FORMATS:
+        log.warning("MEMORY_RESPONSE_FORMAT=%r is not one of %s; using %s", chosen,
+                    ", ".join(RESPONSE_FORMATS), RESPONSE_FORMATS[0])

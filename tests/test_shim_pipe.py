@@ -1,0 +1,203 @@
+"""memnest-mcp relays JSON-RPC lines; the daemon runs the MCP session. What an editor relies
+on still works through the pipe: roots, cancellation, a client that is not the MCP SDK, a
+workspace pinned across a daemon that died, and bad input answered rather than dropped."""
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import anyio
+import grpc
+import mcp_types as types
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from memnest_daemon.server import session_pipe
+from memnest_daemon.server.mcp_session import Caller, folder_of_root
+from memnest_proto import memnest_pb2 as pb
+from memnest_proto.contract import MAX_MESSAGE_BYTES
+
+from conftest import BIN, result_json
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2024-11-05", "capabilities": {},
+                   "clientInfo": {"name": "raw-client", "version": "1"}}}
+
+
+class RawClient:
+    """An editor that writes JSON-RPC lines by hand (not the MCP SDK)."""
+
+    def __init__(self, env: dict, cwd: Path):
+        self.proc = subprocess.Popen([str(BIN / "memnest-mcp")], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env=env, cwd=cwd)
+
+    def send(self, message) -> None:
+        data = message if isinstance(message, bytes) else json.dumps(message).encode()
+        self.proc.stdin.write(data + b"\n")
+        self.proc.stdin.flush()
+
+    def read(self) -> dict:
+        line = self.proc.stdout.readline()
+        assert line, "the shim closed stdout"
+        return json.loads(line)
+
+    def answer(self, request_id) -> dict:
+        """The reply to `request_id` (notifications on the way are skipped)."""
+        while True:
+            message = self.read()
+            if message.get("id") == request_id and "method" not in message:
+                return message
+
+    def close(self) -> int:
+        self.proc.stdin.close()
+        return self.proc.wait(timeout=30)
+
+
+@pytest.fixture
+def raw(daemon, workspace):
+    client = RawClient(daemon.env, workspace)
+    client.send(INIT)
+    assert client.answer(1)["result"]["serverInfo"]["name"] == "memnest"
+    client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    yield client
+    if client.proc.poll() is None:
+        client.close()
+
+
+def test_a_hand_written_client_on_an_older_protocol_is_served(raw):
+    raw.send({"jsonrpc": "2.0", "id": "ping-1", "method": "ping"})
+    assert raw.answer("ping-1")["result"] == {}
+    raw.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    names = {t["name"] for t in raw.answer(2)["result"]["tools"]}
+    assert {"memory_store", "memory_search"} <= names
+    raw.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "memory_store", "arguments": {"content": "The CI cache key includes the lockfile"}}})
+    stored = raw.answer(3)["result"]
+    assert not stored.get("isError") and json.loads(stored["content"][0]["text"])["id"]
+    # Ids 1 and "1" are different requests; each gets its own answer.
+    raw.send({"jsonrpc": "2.0", "id": "1", "method": "ping"})
+    assert raw.answer("1")["result"] == {}
+    assert raw.close() == 0
+
+
+def test_broken_and_oversized_lines_are_answered_and_the_pipe_goes_on(raw):
+    raw.send(b'{"jsonrpc": "2.0", "id": 5, "method": "tools/list"')  # cut short
+    broken = raw.read()
+    assert broken["error"]["code"] in (-32700, -32600)
+    big = b'{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"x": "' + \
+        b"a" * MAX_MESSAGE_BYTES + b'"}}'
+    raw.send(big)
+    refused = raw.answer(6)
+    assert refused["error"]["code"] == -32600 and "larger than" in refused["error"]["message"]
+    raw.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+              "params": {"name": "no_such_tool", "arguments": {}}})
+    assert raw.answer(7)["error"]["code"] == -32602
+    raw.send({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+              "params": {"name": "memory_search", "arguments": {"query": 5}}})
+    bad = raw.answer(8)["result"]
+    assert bad["isError"] and "query" in bad["content"][0]["text"]
+    raw.send({"jsonrpc": "2.0", "id": 9, "method": "ping"})
+    assert raw.answer(9)["result"] == {}
+
+
+def test_a_cancelled_write_stores_nothing(raw, daemon, workspace):
+    items = [{"content": f"deployment note {i}: service {i % 13} moved to rack {i}"}
+             for i in range(400)]
+    raw.send({"jsonrpc": "2.0", "id": 10, "method": "tools/call",
+              "params": {"name": "memory_store", "arguments": {"items": items}}})
+    raw.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+              "params": {"requestId": 10, "reason": "the user pressed stop"}})
+    client = daemon.client()
+    deadline = time.monotonic() + 60
+    while client.status().calls_in_flight and time.monotonic() < deadline:
+        time.sleep(0.1)
+    raw.send({"jsonrpc": "2.0", "id": 11, "method": "tools/call",
+              "params": {"name": "memory_stats", "arguments": {}}})
+    stats = json.loads(raw.answer(11)["result"]["content"][0]["text"])
+    assert stats["memories"] == 0
+
+
+def test_the_workspace_comes_from_the_editors_roots(daemon, tmp_path):
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    asked = []
+
+    async def list_roots(context) -> types.ListRootsResult:
+        asked.append(True)
+        return types.ListRootsResult(roots=[
+            types.Root(uri=(tmp_path / "gone").as_uri()),  # no such folder: skipped
+            types.Root(uri=project.as_uri(), name="project")])
+
+    async def body():
+        params = StdioServerParameters(command=str(BIN / "memnest-mcp"), cwd=str(elsewhere),
+                                       env=daemon.env)
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write, list_roots_callback=list_roots) as s:
+                await s.initialize()
+                result_json(await s.call_tool("memory_store", {"content": "roots decide"}))
+                stats = result_json(await s.call_tool("memory_stats", {}))
+                assert stats["workspace"] == str(project.resolve())
+    anyio.run(body)
+    assert asked == [True]  # asked once, then remembered
+
+
+def test_a_pinned_workspace_survives_a_killed_daemon(fresh_daemon, tmp_path):
+    start, other = tmp_path / "start", tmp_path / "other"
+    start.mkdir()
+    other.mkdir()
+
+    async def body():
+        async with fresh_daemon.mcp(start) as s:
+            result_json(await s.call_tool("memory_set_workspace", {"workspace": str(other)}))
+            result_json(await s.call_tool("memory_store", {"content": "kept in other"}))
+            pid = fresh_daemon.client(autostart=False).status().pid
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while pid in fresh_daemon.pids() and time.monotonic() < deadline:
+                await anyio.sleep(0.05)
+            stats = result_json(await s.call_tool("memory_stats", {}))
+            assert stats["workspace"] == str(other.resolve()) and stats["memories"] == 1
+    anyio.run(body)
+
+
+def test_a_stream_that_does_not_start_with_start_is_refused(daemon):
+    client = daemon.client()
+    client.ensure_running()
+    frames = iter([pb.SessionFrame(message=b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}')])
+    with pytest.raises(grpc.RpcError) as refused:
+        list(client.open_session(frames))
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    client.close()
+
+
+def test_start_fields_are_bounded_and_roots_must_be_local_folders(tmp_path):
+    caller = Caller.from_start(pb.SessionStart(
+        workspace="w" * 100_000, client="c" * 100_000, session_id="s" * 1000,
+        response_format="yaml", use_roots=True), identity="laptop")
+    assert len(caller.workspace) <= 4096 and len(caller.client) <= 200
+    assert len(caller.session_id) <= 64 and caller.response_format == "json"
+    assert caller.use_roots is False  # a TLS client's folders are not the daemon's
+    assert folder_of_root(tmp_path.as_uri()) == str(tmp_path.resolve())
+    for uri in ("file://otherhost/etc", "https://example.com/x", "file:relative/path",
+                (tmp_path / "missing").as_uri(), "file:///tmp/%00nul", "x" * 100_000):
+        assert folder_of_root(uri) is None
+
+
+def test_a_session_with_too_many_unanswered_requests_is_told_to_wait():
+    hub = session_pipe.SessionHub(service=None)
+    caller = Caller.from_start(pb.SessionStart(session_id="flood"), identity=None)
+    pipe = session_pipe.Pipe(hub, caller, "peer")
+    accepted = 0
+    with pipe._cond:
+        for n in range(session_pipe.MAX_IN_FLIGHT + 5):
+            if pipe._track(types.JSONRPCRequest(jsonrpc="2.0", id=n, method="tools/call")):
+                accepted += 1
+    assert accepted == session_pipe.MAX_IN_FLIGHT
+    refusals = [json.loads(pipe.out.get_nowait().message) for _ in range(5)]
+    assert {r["error"]["code"] for r in refusals} == {session_pipe.SERVER_ERROR}
+    assert "unanswered" in refusals[0]["error"]["message"]
