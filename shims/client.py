@@ -17,9 +17,7 @@ import fcntl
 import json
 import logging
 import os
-import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -32,8 +30,9 @@ from memnest_proto import memnest_pb2 as pb
 from memnest_proto import memnest_pb2_grpc as pb_grpc
 from memnest_proto import paths
 from memnest_proto.contract import MAX_MESSAGE_BYTES, SOCKET_ACTIVATION_VARS
-from memnest_proto.version import PROTOCOL_VERSION, VERSION
+from memnest_proto.version import PROTOCOL_VERSION, VERSION, version_key
 
+from .daemon_process import process_alive
 from .errors import DaemonUnavailable, OutcomeUnknown, ToolFailure
 
 log = logging.getLogger("memnest.client")
@@ -46,11 +45,6 @@ DRAIN_WAIT_S = 45.0
 # How long to let a service manager bring its daemon back after an upgrade before starting one.
 MANAGER_RESTART_WAIT_S = 15.0
 
-
-def version_key(version: str) -> tuple[int, ...]:
-    """'0.10.2' > '0.9.7'; anything after the numeric release part is ignored."""
-    release = re.match(r"[0-9]+(?:\.[0-9]+)*", version.strip())
-    return tuple(int(p) for p in release.group(0).split(".")) if release else (0,)
 
 
 def daemon_command() -> list[str]:
@@ -456,25 +450,6 @@ class DaemonClient:
             "with memory_get, memory_list or memory_search before calling it again; the next "
             "call starts the daemon again") from None
 
-
-def process_alive(pid: int) -> bool:
-    """The process runs: not gone, not a zombie, not dying of a SIGKILL."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
-            fields = dict(line.split(":", 1) for line in f if ":" in line)
-    except OSError:
-        return True  # no /proc (macOS): kill(0) is all there is
-    if fields.get("State", "").strip()[:1] in ("Z", "X"):
-        return False
-    sigkill = 1 << (signal.SIGKILL - 1)
-    pending = [int(fields.get(k, "0").strip() or "0", 16) for k in ("SigPnd", "ShdPnd")]
-    return not any(p & sigkill for p in pending)
 
 
 # What gRPC reports when a call could not even be sent: no daemon listens on the socket.

@@ -51,6 +51,11 @@ def call_tool(socket_path: Path, tool: str, arguments: dict, workspace: str, db_
                         _string(3, json.dumps(arguments)), _string(4, db_path),
                         _string(5, client), _bytes(6, who),
                         _string(7, os.environ.get("MEMORY_EMBEDDING_MODEL", "").strip())])
+    return _response(unary(socket_path, PATH, request, deadline))
+
+
+def unary(socket_path: Path, path: str, request: bytes, deadline: float) -> bytes:
+    """One unary gRPC call: the reply message's bytes."""
     if len(request) > MAX_REQUEST:
         raise LeanCallFailed(f"a request of {len(request)} bytes is for the full client")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -60,21 +65,25 @@ def call_tool(socket_path: Path, tool: str, arguments: dict, workspace: str, db_
             sock.connect(str(socket_path))
         except OSError as exc:
             raise LeanCallFailed(f"no daemon on {socket_path}: {exc}") from None
-        sock.sendall(_opening(request))
-        reply = _read_reply(sock, deadline)
+        sock.sendall(_opening(request, path))
+        return _read_reply(sock, deadline)
     except (OSError, struct.error) as exc:
         raise LeanCallFailed(f"{type(exc).__name__}: {exc}") from None
     finally:
         sock.close()
-    return _response(reply)
 
 
-def _opening(request: bytes) -> bytes:
-    settings = struct.pack(">HI", 0x2, 0) + struct.pack(">HI", 0x4, WINDOW)  # no push; window
-    headers = b"".join(_literal(k, v) for k, v in (
-        (":method", "POST"), (":scheme", "http"), (":path", PATH),
+def request_headers(path: str) -> bytes:
+    """The HEADERS block of a gRPC call to `path`."""
+    return b"".join(_literal(k, v) for k, v in (
+        (":method", "POST"), (":scheme", "http"), (":path", path),
         (":authority", "localhost"), ("content-type", "application/grpc"),
         ("te", "trailers")))
+
+
+def _opening(request: bytes, path: str) -> bytes:
+    settings = struct.pack(">HI", 0x2, 0) + struct.pack(">HI", 0x4, WINDOW)  # no push; window
+    headers = request_headers(path)
     message = b"\x00" + struct.pack(">I", len(request)) + request
     out = [PREFACE, _frame(SETTINGS, 0, 0, settings),
            _frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", WINDOW - 65535)),
@@ -180,7 +189,12 @@ def _bytes(field: int, raw: bytes) -> bytes:
 
 def _fields(raw: bytes) -> dict[int, bytes]:
     """Length-delimited fields of a message by number (others skipped)."""
-    out: dict[int, bytes] = {}
+    return {k: v for k, v in fields(raw).items() if isinstance(v, bytes)}
+
+
+def fields(raw: bytes) -> dict[int, bytes | int]:
+    """Length-delimited and varint fields of a message by number (others skipped)."""
+    out: dict[int, bytes | int] = {}
     i = 0
     while i < len(raw):
         key, i = _read_varint(raw, i)
@@ -190,7 +204,7 @@ def _fields(raw: bytes) -> dict[int, bytes]:
             out[key >> 3] = raw[i:i + size]
             i += size
         elif wire == 0:
-            _, i = _read_varint(raw, i)
+            out[key >> 3], i = _read_varint(raw, i)
         elif wire == 1:
             i += 8
         elif wire == 5:

@@ -7,19 +7,35 @@ import sys
 
 import anyio
 import mcp_types as types
+import psutil
 
 from memnest_proto.version import VERSION
 
 from conftest import BIN, old_daemon_command, result_json
 
 
-def test_the_shim_imports_grpc_but_nothing_of_the_mcp_sdk():
-    probe = ("import sys, memnest_shims.mcp.main, memnest_shims.mcp.pipe;"
-             "print(','.join(m for m in ('mcp', 'mcp_types', 'pydantic', 'anyio', 'numpy')"
-             " if m in sys.modules), 'grpc' in sys.modules)")
+def test_the_shim_imports_neither_grpc_nor_the_mcp_sdk():
+    probe = ("import sys, memnest_shims.mcp.main, memnest_shims.mcp.pipe,"
+             " memnest_shims.mcp.transports;"
+             "print(','.join(m for m in ('grpc', 'google.protobuf', 'mcp', 'mcp_types',"
+             " 'pydantic', 'anyio', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True).stdout.split()
-    assert out == ["True"], f"the shim imported {out[0]}"
+                         check=True).stdout.strip()
+    assert out == "", f"the shim imported {out}"
+
+
+def test_a_running_shim_has_loaded_no_grpc(daemon, workspace):
+    """Also once it has connected: grpcio is in a process of its own only to start one."""
+    async def body():
+        async with daemon.mcp(workspace) as s:
+            result_json(await s.call_tool("memory_stats", {}))
+            shims = [p for p in psutil.Process().children(recursive=True)
+                     if "memnest-mcp" in " ".join(p.cmdline())]
+            assert shims
+            for shim in shims:
+                loaded = {m.path for m in shim.memory_maps()}
+                assert not any("cygrpc" in path or "_upb" in path for path in loaded), loaded
+    anyio.run(body)
 
 
 def test_the_version_flag_answers_without_a_daemon(fresh_daemon):

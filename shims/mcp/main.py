@@ -1,8 +1,8 @@
 """memnest-mcp: the stdio MCP server of an editor window, as a pipe to memnestd (pipe.py).
 
-It imports gRPC and the generated messages, nothing of the MCP SDK: the daemon runs the
-session. It starts the daemon when the editor first speaks and exits when the editor closes
-stdin; the daemon stays for other clients.
+Nothing of the MCP SDK is imported, nor grpcio for a local daemon (transports.py): the
+daemon runs the session. It starts the daemon when the editor first speaks and exits when
+the editor closes stdin; the daemon stays for other clients.
 """
 import logging
 import sys
@@ -16,17 +16,20 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] in ("--version", "-V"):
         print(f"memnest-mcp {VERSION}")
         return
-    from ..client import DaemonClient
+    from .. import workspace as ws
     from .pipe import Relay, warn_about_settings
+    from .transports import LocalTransport, RemoteTransport
 
     warn_about_settings()
-    client = DaemonClient(client_name="memnest-mcp")
+    transport = RemoteTransport() if ws.remote() else LocalTransport()
     try:
-        Relay(client).run()
+        Relay(transport).run()
     except KeyboardInterrupt:
         pass
     finally:
-        client.close()
+        close = getattr(transport, "close", None)
+        if close is not None:
+            close()
 
 
 if __name__ == "__main__":

@@ -22,21 +22,21 @@ import sys
 import threading
 import uuid
 
-import grpc
-from memnest_proto import memnest_pb2 as pb
 from memnest_proto.contract import MAX_MESSAGE_BYTES, RESPONSE_FORMATS
 from memnest_proto.version import VERSION
 
 from .. import workspace as ws
-from ..client import DaemonClient, process_alive
+from ..daemon_process import process_alive
 from ..errors import DaemonUnavailable
+from .transports import Transport
 
 log = logging.getLogger("memnest-mcp")
 
 MAX_LINE = MAX_MESSAGE_BYTES - 4096  # room for the frame around the line
 INVALID_REQUEST, INTERNAL_ERROR = -32600, -32603
 REPLAY_ID = "memnest-replay-"
-_STOP = object()  # ends a connection's outgoing frames
+GIVE_UP_AFTER = 3  # streams in a row that end before the daemon says anything
+_STOP = ("end", None)  # ends a connection's outgoing frames
 _ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 OUTCOME_UNKNOWN = ("outcome_unknown: memnestd stopped while it was running this call, so "
                    "whether it took effect is unknown; it was not repeated, since it may be "
@@ -61,10 +61,11 @@ class Connection:
         self.asks: set[str] = set()  # the daemon's requests to the editor, unanswered
         self.taken: set[str] = set()  # the editor's requests gRPC has taken to send
         self.closing = False  # the daemon said it drains
+        self.received = 0  # frames from the daemon
         self.refused = ""  # why this daemon cannot serve a pipe, if it cannot
 
     def send(self, data: bytes, key: str | None = None) -> None:
-        self.frames.put((key, pb.SessionFrame(message=data)))
+        self.frames.put((key, ("message", data)))
 
     def end(self) -> None:
         self.frames.put((None, _STOP))
@@ -86,8 +87,8 @@ class Connection:
 
 
 class Relay:
-    def __init__(self, client: DaemonClient, stdin=None, stdout=None):
-        self.client = client
+    def __init__(self, transport: Transport, stdin=None, stdout=None):
+        self.transport = transport
         self.stdin = stdin or sys.stdin.buffer
         self.stdout = stdout or sys.stdout.buffer
         self._lock = threading.RLock()  # the connection and what is unanswered
@@ -101,7 +102,7 @@ class Relay:
         self.session_id = uuid.uuid4().hex[:16]
         self.state: tuple[str, str] | None = None  # (workspace, db_path) the daemon settled on
         self.previous_version = ""
-        self.refused = ""
+        self._ended_at_once = 0  # streams in a row that ended before the daemon said anything
         self._receivers: list[threading.Thread] = []
 
     # -- from the editor ------------------------------------------------------------------
@@ -174,9 +175,6 @@ class Relay:
 
     def _send(self, line: bytes, key: str | None) -> None:
         """Send a line to the daemon, connecting first if need be. Called with _lock held."""
-        if self.refused:
-            self._fail_pending(self.refused)
-            return
         if self.conn is not None and self.conn.dead():
             conn, self.conn = self.conn, None
             self._settle(conn, resend=True)
@@ -193,18 +191,19 @@ class Relay:
 
     def _connect(self) -> None:
         """Open a Session stream, replaying the editor's handshake to a new daemon."""
-        self.client.close()  # a fresh check of which daemon runs (and start one if none)
+        version, pid = self.transport.ensure()  # starts or upgrades the daemon if need be
         frames: queue.Queue = queue.Queue()
         conn = Connection(frames, None)
         workspace, db_path = self.state or (ws.from_env() or "", ws.db_path_override())
         remote = bool(ws.remote())
-        frames.put((None, pb.SessionFrame(start=pb.SessionStart(
-            workspace=workspace, db_path=db_path,
-            fallback_workspace="" if remote else ws.from_cwd(), use_roots=not remote,
-            response_format=os.environ.get("MEMORY_RESPONSE_FORMAT", ""),
-            client=f"memnest-mcp {VERSION} pid {os.getpid()}", session_id=self.session_id,
-            model=os.environ.get("MEMORY_EMBEDDING_MODEL", "").strip(),
-            previous_version=self.previous_version))))
+        frames.put((None, ("start", {
+            "workspace": workspace, "db_path": db_path,
+            "fallback_workspace": "" if remote else ws.from_cwd(), "use_roots": not remote,
+            "response_format": os.environ.get("MEMORY_RESPONSE_FORMAT", ""),
+            "client": f"memnest-mcp {VERSION} pid {os.getpid()}",
+            "session_id": self.session_id,
+            "model": os.environ.get("MEMORY_EMBEDDING_MODEL", "").strip(),
+            "previous_version": self.previous_version})))
         if self.initialize is not None and self._initialize_key not in self.pending:
             self._replays += 1
             replay = {**self.initialize, "id": f"{REPLAY_ID}{self._replays}"}
@@ -212,9 +211,8 @@ class Relay:
             conn.send(json.dumps(replay).encode())
             if self.initialized is not None:
                 conn.send(self.initialized)
-        responses = self.client.open_session(conn.outgoing())
-        conn.version = self.client.daemon_version
-        conn.pid = None if self.client.remote else self.client.accepted_pid
+        responses = self.transport.open(conn.outgoing())
+        conn.version, conn.pid = version, pid
         self.conn = conn
         receiver = threading.Thread(target=self._receive, args=(conn, responses),
                                     name="from-daemon", daemon=True)
@@ -224,25 +222,21 @@ class Relay:
     # -- from the daemon -------------------------------------------------------------------
 
     def _receive(self, conn: Connection, responses) -> None:
-        try:
-            for frame in responses:
-                kind = frame.WhichOneof("frame")
-                if kind == "message":
-                    self._from_daemon(conn, frame.message)
-                elif kind == "state":
-                    with self._lock:
-                        self.state = (frame.state.workspace, frame.state.db_path)
-                elif kind == "closing":
-                    conn.closing = True
-        except grpc.RpcError as exc:
-            if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
+        for kind, value in responses:
+            conn.received += 1
+            if kind == "message":
+                self._from_daemon(conn, value)
+            elif kind == "state":
+                with self._lock:
+                    self.state = value
+            elif kind == "closing":
+                conn.closing = True
+            elif kind == "unsupported":  # a daemon from before MCP sessions
                 conn.refused = (f"memnestd {conn.version or '(older)'} at "
-                                f"{self.client.address} cannot serve memnest-mcp {VERSION}: it "
-                                "predates MCP sessions in the daemon. Upgrade memnest where "
+                                f"{self.transport.address} cannot serve memnest-mcp {VERSION}: "
+                                "it predates MCP sessions in the daemon. Upgrade memnest where "
                                 "memnestd runs, or run `memnest-ctl stop` so that this "
                                 "client starts its own")
-            elif exc.code() != grpc.StatusCode.CANCELLED:
-                log.info("connection to memnestd lost: %s", exc.code().name)
         self._lost(conn)
 
     def _from_daemon(self, conn: Connection, data: bytes) -> None:
@@ -275,8 +269,14 @@ class Relay:
         `resend`, else with the next message). Called with _lock held."""
         conn.end()
         self.previous_version = conn.version or self.previous_version
-        if conn.refused:
-            self.refused = conn.refused
+        self._ended_at_once = 0 if conn.received or conn.closing else self._ended_at_once + 1
+        if not conn.refused and self._ended_at_once >= GIVE_UP_AFTER:
+            conn.refused = (f"memnestd {conn.version} at {self.transport.address} ended the MCP "
+                            f"session at once, {self._ended_at_once} times in a row: it cannot "
+                            f"serve memnest-mcp {VERSION} (it predates MCP sessions, or fails "
+                            "them: see its log, `memnest-ctl logs`)")
+        if conn.refused:  # answered now; the editor's next message tries again
+            self._ended_at_once = 0
             self._fail_pending(conn.refused)
             return
         for key, (method, _line) in list(self.pending.items()):
