@@ -201,3 +201,24 @@ def test_a_session_with_too_many_unanswered_requests_is_told_to_wait():
     refusals = [json.loads(pipe.out.get_nowait().message) for _ in range(5)]
     assert {r["error"]["code"] for r in refusals} == {session_pipe.SERVER_ERROR}
     assert "unanswered" in refusals[0]["error"]["message"]
+
+
+def test_large_messages_cross_the_pipe_both_ways_intact(raw):
+    """Larger than HTTP/2's first windows (64 KiB) and frames (16 KiB) in both directions:
+    the shim waits for the daemon's window as it sends and grants its own as it reads."""
+    contents = [(f"note {n}: " + f"{n:04d} lorem ipsum dolor sit amet " * 500).strip()
+                for n in range(40)]
+    raw.send({"jsonrpc": "2.0", "id": 20, "method": "tools/call", "params": {
+        "name": "memory_store", "arguments": {"items": [{"content": c} for c in contents]}}})
+    stored = json.loads(raw.answer(20)["result"]["content"][0]["text"])
+    ids = [r["id"] for r in stored["results"]]
+    raw.send({"jsonrpc": "2.0", "id": 21, "method": "tools/call", "params": {
+        "name": "memory_get", "arguments": {"ids": ids}}})
+    reply = raw.answer(21)["result"]
+    got = {m["content"] for m in json.loads(reply["content"][0]["text"])["memories"]}
+    assert got == set(contents) and len(json.dumps(reply)) > 1_000_000
+    huge_query = "x" * 3_000_000
+    raw.send({"jsonrpc": "2.0", "id": 22, "method": "tools/call", "params": {
+        "name": "memory_search", "arguments": {"query": huge_query}}})
+    refused = raw.answer(22)["result"]
+    assert refused["isError"] and "query" in refused["content"][0]["text"]
