@@ -179,21 +179,6 @@ class DaemonClient:
         self._checked_pid = status.pid
         self.daemon_version = status.version
 
-    def tools_if_running(self) -> tuple[int, list[pb.ToolDefinition]] | None:
-        """The tools of a daemon that already runs and needs no upgrade, with its pid, else
-        None. Starts and replaces no daemon: the first call does that (ensure_running)."""
-        status = self._probe()
-        if status is None or status.protocol_version != self.protocol or \
-                version_key(status.version) < version_key(self.version):
-            return None
-        self._checked_pid = status.pid
-        try:
-            tools = self._connect().ListTools(pb.ListToolsRequest(), timeout=5).tools
-        except grpc.RpcError:
-            self.close()
-            return None
-        return status.pid, list(tools)
-
     @property
     def accepted_pid(self) -> int | None:
         """The daemon whose version this client accepted, until its connection drops."""
