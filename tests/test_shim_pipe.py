@@ -3,6 +3,7 @@ on still works through the pipe: roots, cancellation, a client that is not the M
 workspace pinned across a daemon that died, and bad input answered rather than dropped."""
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -12,15 +13,13 @@ import anyio
 import grpc
 import mcp_types as types
 import pytest
+from conftest import BIN, result_json
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-
 from memnest_daemon.server import session_pipe
 from memnest_daemon.server.mcp_session import Caller, folder_of_root
 from memnest_proto import memnest_pb2 as pb
 from memnest_proto.contract import MAX_MESSAGE_BYTES
-
-from conftest import BIN, result_json
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2024-11-05", "capabilities": {},
@@ -222,3 +221,30 @@ def test_large_messages_cross_the_pipe_both_ways_intact(raw):
         "name": "memory_search", "arguments": {"query": huge_query}}})
     refused = raw.answer(22)["result"]
     assert refused["isError"] and "query" in refused["content"][0]["text"]
+
+
+def test_random_garbage_lines_leave_the_session_serving(raw, daemon):
+    """Lines no editor would send: the session answers what has an id, drops the rest, and
+    keeps serving."""
+    import random
+    rng = random.Random(7)
+    shapes = [b"\xff\xfe\x00garbage", b"[]", b"[1, 2, 3]", b"42", b'"text"', b"null",
+              b'{"jsonrpc": "2.0"}', b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}',
+              b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}',
+              b'{"jsonrpc": "2.0", "id": null, "method": "tools/list"}',
+              b'{"jsonrpc": "2.0", "id": 3, "result": {}}',  # an answer nobody asked for
+              b'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": 5}',
+              b'{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": []}',
+              b'{"jsonrpc": "2.0", "id": 5, "method": "\\u0000" }']
+    for _ in range(200):
+        raw.send(rng.choice(shapes) if rng.random() < 0.7 else
+                 bytes(rng.randrange(32, 256) for _ in range(rng.randrange(1, 300)))
+                 .replace(b"\n", b" "))
+    raw.send({"jsonrpc": "2.0", "id": "still-there", "method": "ping"})
+    assert raw.answer("still-there")["result"] == {}
+    raw.send({"jsonrpc": "2.0", "id": "search", "method": "tools/call", "params": {
+        "name": "memory_search", "arguments": {"query": "anything"}}})
+    assert not raw.answer("search")["result"].get("isError")
+    log = daemon.log.read_text()
+    assert "session reader failed" not in log
+    assert not re.search(r"MCP session \S+ failed", log)
