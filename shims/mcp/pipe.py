@@ -122,7 +122,13 @@ class Relay:
                 continue
             line = line.strip()
             if line:
-                self.from_editor(line)
+                try:
+                    self.from_editor(line)
+                except Exception as exc:  # never the end of the editor's connection
+                    log.exception("could not relay a message")
+                    with self._lock:
+                        self._fail_pending(f"memnest-mcp could not relay this request: "
+                                           f"{type(exc).__name__}: {exc}")
         with self._lock:
             conn, self.conn = self.conn, None
         if conn is not None:
@@ -190,7 +196,17 @@ class Relay:
         self.conn.send(line, key)
 
     def _connect(self) -> None:
-        """Open a Session stream, replaying the editor's handshake to a new daemon."""
+        """Open a Session stream, replaying the editor's handshake to a new daemon; every
+        failure is DaemonUnavailable."""
+        try:
+            self._open_stream()
+        except DaemonUnavailable:
+            raise
+        except Exception as exc:
+            log.exception("could not open a session")
+            raise DaemonUnavailable(f"{type(exc).__name__}: {exc}") from None
+
+    def _open_stream(self) -> None:
         version, pid = self.transport.ensure()  # starts or upgrades the daemon if need be
         frames: queue.Queue = queue.Queue()
         conn = Connection(frames, None)
@@ -222,6 +238,13 @@ class Relay:
     # -- from the daemon -------------------------------------------------------------------
 
     def _receive(self, conn: Connection, responses) -> None:
+        try:
+            self._relay_from_daemon(conn, responses)
+        except Exception:  # a broken stream is a lost connection, whatever broke it
+            log.exception("the stream from memnestd broke")
+        self._lost(conn)
+
+    def _relay_from_daemon(self, conn: Connection, responses) -> None:
         for kind, value in responses:
             conn.received += 1
             if kind == "message":
@@ -237,7 +260,6 @@ class Relay:
                                 "it predates MCP sessions in the daemon. Upgrade memnest where "
                                 "memnestd runs, or run `memnest-ctl stop` so that this "
                                 "client starts its own")
-        self._lost(conn)
 
     def _from_daemon(self, conn: Connection, data: bytes) -> None:
         try:

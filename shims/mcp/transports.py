@@ -82,8 +82,9 @@ class LocalTransport:
     def open(self, outgoing: Iterable[tuple]) -> Iterator[tuple[str, object]]:
         try:
             return iter(lean_stream.LeanSession(self.socket_path, _encoded(outgoing)))
-        except LeanCallFailed as exc:
-            raise DaemonUnavailable(str(exc)) from None
+        except (LeanCallFailed, OSError) as exc:  # a daemon stopping as we connect
+            raise DaemonUnavailable(f"memnestd on {self.socket_path} closed the session as "
+                                    f"it opened: {exc}") from None
 
 
 def _encoded(outgoing: Iterable[tuple]) -> Iterator[bytes]:
