@@ -12,6 +12,7 @@ import numpy as np
 import tantivy
 
 from ..core.growable import grown
+from .corpus_mean import CorpusMean
 from .row_bound import RowBound
 from .term_table import TermTable
 
@@ -27,6 +28,9 @@ FLOOR_BOUND_FROM_ROWS = 4096
 
 
 SMALL_SCOPE_SHARE = 8  # a scope under 1/8 of the rows is read row by row, not in one pass
+# Centred cosine (Scores.centred) needs a mean that stands for the corpus's common form, not
+# for a few memories' content: below this many rows the plain cosine is used.
+CENTRE_FROM_ROWS = 100
 
 
 class VectorIndex:
@@ -40,6 +44,7 @@ class VectorIndex:
         self._row: dict[int, int] = {}
         self._row_of = np.full(64, -1, dtype=np.int64)  # the same by id, for gathers; -1: none
         self._bound: RowBound | None = None
+        self._centre: CorpusMean | None = None  # worked out by the first centred search
 
     def __len__(self) -> int:
         return len(self._row)
@@ -58,6 +63,8 @@ class VectorIndex:
             self._ids[row] = memory_id
             self._set_row(memory_id, row)
         self._matrix[row] = vector
+        if self._centre is not None:
+            self._centre.set_row(row, self._matrix[row])
         if self._bound is not None:
             self._bound.set_rows(row, self._matrix[row:row + 1])
         elif len(self._row) >= min(BOUND_FROM_ROWS, FLOOR_BOUND_FROM_ROWS):
@@ -104,6 +111,8 @@ class VectorIndex:
             self._ids[row] = moved
             self._row[moved] = row
             self._set_row(moved, row)
+            if self._centre is not None:
+                self._centre.move(last, row)
             if self._bound is not None:
                 self._bound.move(last, row)
 
@@ -112,6 +121,18 @@ class VectorIndex:
         (copy what must outlive it)."""
         n = len(self._row)
         return self._ids[:n], self._matrix[:n]
+
+    def centre(self) -> CorpusMean | None:
+        """The rows' mean and each row's product with it, None under CENTRE_FROM_ROWS rows
+        (refreshed when the row count has moved: corpus_mean.py). Read lock held; two readers
+        may both refresh it, from the same rows, and either result is kept whole."""
+        n = len(self._row)
+        if n < CENTRE_FROM_ROWS:
+            return None
+        known = self._centre
+        if known is None or known.stale(n):
+            known = self._centre = CorpusMean(self._matrix, n)
+        return known
 
     def vector(self, memory_id: int) -> np.ndarray | None:
         row = self._row.get(memory_id)
@@ -227,6 +248,35 @@ class Scores:
             return index._bounded_top(self._query[None, :], ids, rows, k, -1.0)[0]
         return index._top(ids, (self._all if rows is None else self._all[rows])[None, :],
                           k, -1.0)[0]
+
+    def centred(self, ids: np.ndarray) -> np.ndarray:
+        """The similarity of each of `ids` with the corpus mean taken from the query and from
+        every row, on the plain cosine's scale (0.0 for an id without a vector).
+
+        Memories that share a form (a date and a speaker before every turn, a project's
+        boilerplate) have plain cosines bunched high whatever their content, and a row that
+        leans on the shared form scores well with every query. The cosine c of the centred
+        vectors compares content only. Returned as q·m + |q - m|·sqrt(1 - |m|²)·c: the same
+        order as c, at the plain cosine's level (whose mean over the rows is q·m), so scores
+        built on it keep their meaning (the recall hook's floor). Exact from the plain cosine
+        and each row's product with the mean (kept per row), rows being unit vectors."""
+        raw = self.cosines(ids)
+        centre = self._index.centre()
+        if centre is None:
+            return raw
+        mean = centre.mean
+        rows = self._index._rows_for(ids)
+        have = rows >= 0
+        row_mean = np.where(have, centre.row_mean[np.where(have, rows, 0)], 0.0)
+        query = self._query.astype(np.float64)
+        query_mean, mean_mean = float(query @ mean), float(mean @ mean)
+        query_norm = math.sqrt(max(0.0, float(query @ query) - 2.0 * query_mean + mean_mean))
+        row_norms = np.sqrt(np.maximum(0.0, 1.0 - 2.0 * row_mean + mean_mean))
+        norms = row_norms * query_norm
+        cosine = np.divide(raw - row_mean - query_mean + mean_mean, norms,
+                           out=np.zeros(len(ids), dtype=np.float64), where=norms > 1e-9)
+        level = query_mean + query_norm * math.sqrt(max(0.0, 1.0 - mean_mean)) * cosine
+        return np.where(have, level, 0.0)
 
     def cosines(self, ids: np.ndarray) -> np.ndarray:
         """The similarity of each of `ids` (float64; 0.0 for an id without a vector)."""

@@ -1,9 +1,10 @@
 """Hybrid ranking: a vector channel and a keyword channel, fused, then nudged by recency and
 importance. Three fusion modes (MEMORY_FUSION):
 
-- context (default): every candidate is scored on both channels (cosine; BM25 over the
-  query's content words, function words dropped, divided by the query's best BM25) and the
-  two are averaged. Added to that: the share of the query's terms (IDF-weighted) that the
+- context (default): every candidate is scored on both channels (cosine taken after
+  removing the corpus mean, on the plain cosine's level; BM25 over the query's content words,
+  function words dropped, divided by the query's best BM25) and the two are weighed together
+  (tuning.py). Added to that: the share of the query's terms (IDF-weighted) that the
   memory and its neighbours contain between them, and a small lift when the query names one
   of the memory's tags (a person, a project). Finally each memory takes a share of its best
   neighbour's score. Neighbours are the memories stored just before and after it in the same
@@ -27,6 +28,7 @@ import numpy as np
 from ..core.growable import grown
 from ..core.records import Memory, utcnow
 from .query_analysis import QueryAnalysis, analyse
+from .tuning import DEFAULT_TUNING, ContextTuning
 
 DEFAULT_FUSION = "context"
 
@@ -36,12 +38,12 @@ IMPORTANCE_WEIGHT = 0.05
 RECENCY_WEIGHT = 0.05
 RECENCY_HALF_LIFE_DAYS = 30.0
 
-# context mode (chosen on LOCOMO conv-26, confirmed on conv-30: see bench/RESULTS.md)
-CONTEXT_VECTOR_WEIGHT = 0.5
-CONTEXT_KEYWORD_WEIGHT = 0.5
-COVERAGE_WEIGHT = 0.2     # share of the query's terms (IDF-weighted) in the memory's window
-TAG_BOOST = 0.04          # the query names one of the memory's tags
-NEIGHBOUR_WEIGHTS = (0.6, 0.4)  # share of the best neighbour's score at distance 1, 2
+# context mode (chosen on LOCOMO: see bench/RESULTS.md; tuning.py holds them as one value)
+CONTEXT_VECTOR_WEIGHT = DEFAULT_TUNING.vector
+CONTEXT_KEYWORD_WEIGHT = DEFAULT_TUNING.keyword
+COVERAGE_WEIGHT = DEFAULT_TUNING.coverage
+TAG_BOOST = DEFAULT_TUNING.tag
+NEIGHBOUR_WEIGHTS = DEFAULT_TUNING.neighbours
 NEIGHBOUR_WINDOW_S = 3600.0     # neighbours were stored at most this far apart
 EXPAND_FROM = 20          # the neighbours of this many best candidates become candidates
 SUPERSEDED_FACTOR = 0.5   # a memory another one supersedes ranks at this share of its score
@@ -114,12 +116,14 @@ def fuse(vector_hits: list[tuple[int, float]], keyword_hits: list[tuple[int, flo
 
 
 def rank(store, query: str, query_vector, flt: SearchFilter, pool: int, mode: str,
-         rrf_k: int, census: dict | None = None) -> list[Ranked]:
+         rrf_k: int, census: dict | None = None,
+         tuning: ContextTuning = DEFAULT_TUNING) -> list[Ranked]:
     """Every candidate the two channels find for `query` within the filter, best first.
     Call with the store's read lock held. Given a `census` dict (explain), fills it with
-    what the search considered (search_census()); without one nothing extra is counted."""
+    what the search considered (search_census()); without one nothing extra is counted.
+    `tuning`: context mode's constants (benches choose them; the daemon keeps the default)."""
     if mode == "context":
-        return rank_context(store, analyse(query), query_vector, flt, pool, census)
+        return rank_context(store, analyse(query), query_vector, flt, pool, census, tuning)
     allowed = scope_ids(store, flt)
     vector_hits = store.vectors.search(query_vector, allowed, pool)
     found = store.keywords.search(
@@ -226,8 +230,6 @@ def scope_ids(store, flt: SearchFilter) -> frozenset[int] | None:
 
 
 REACH = len(NEIGHBOUR_WEIGHTS)
-# per column of Timeline.neighbours(): REACH before, then REACH after
-_COLUMN_WEIGHTS = np.array(NEIGHBOUR_WEIGHTS * 2, dtype=np.float64)
 _WINDOW_US = int(NEIGHBOUR_WINDOW_S * 1_000_000)
 _TERMS_PER_PASS = 64  # TermTable.bits gives one bit per term in a uint64
 
@@ -237,9 +239,12 @@ class _Evidence:
     the share of the query's terms (IDF-weighted) found in it and its neighbours, and whether
     the query names one of its tags. Arrays in, arrays out: a thousand memories per query."""
 
-    def __init__(self, store, q: QueryAnalysis, scores, keyword: dict[int, float]):
+    def __init__(self, store, q: QueryAnalysis, scores, keyword: dict[int, float],
+                 tuning: ContextTuning = DEFAULT_TUNING):
         """`scores`: the query's indexes.Scores; `keyword`: normalised BM25 by id."""
         self.store, self.q, self.scores, self.keyword = store, q, scores, keyword
+        self.tuning = tuning
+        self.column_weights = np.array(tuning.neighbours * 2, dtype=np.float64)
         self.neighbours = store.timeline.neighbours(REACH, _WINDOW_US)
         keywords = store.keywords
         idf = {t: keywords.idf(t) for t in dict.fromkeys(keywords.analyse(" ".join(q.keywords)))}
@@ -282,16 +287,17 @@ class _Evidence:
         return self._total[ids], {name: values[ids] for name, values in self._parts.items()}
 
     def _base(self, ids: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        parts = {"vector": CONTEXT_VECTOR_WEIGHT * np.maximum(
-                     0.0, self.scores.cosines(ids)),
-                 "keyword": CONTEXT_KEYWORD_WEIGHT * np.fromiter(
+        tuning = self.tuning
+        cosines = self.scores.centred(ids) if tuning.centre else self.scores.cosines(ids)
+        parts = {"vector": tuning.vector * np.maximum(0.0, cosines),
+                 "keyword": tuning.keyword * np.fromiter(
                      map(self.keyword.get, ids.tolist(), repeat(0.0)), dtype=np.float64,
                      count=len(ids))}
         if self.idf_total > 0:
-            parts["coverage"] = COVERAGE_WEIGHT * self._covered(ids) / self.idf_total
+            parts["coverage"] = tuning.coverage * self._covered(ids) / self.idf_total
         named = self._names_a_tag(ids)
         if named.any():
-            parts["tag"] = np.where(named, TAG_BOOST, 0.0)
+            parts["tag"] = np.where(named, tuning.tag, 0.0)
         total = parts["vector"] + parts["keyword"]
         for name in ("coverage", "tag"):
             if name in parts:
@@ -343,7 +349,8 @@ class _Evidence:
 
 
 def rank_context(store, q: QueryAnalysis, query_vector, flt: SearchFilter,
-                 pool: int, census: dict | None = None) -> list[Ranked]:
+                 pool: int, census: dict | None = None,
+                 tuning: ContextTuning = DEFAULT_TUNING) -> list[Ranked]:
     catalog, keywords = store.catalog, store.keywords
     allowed = scope_ids(store, flt)
     scores = store.vectors.scores(query_vector)
@@ -358,7 +365,7 @@ def rank_context(store, q: QueryAnalysis, query_vector, flt: SearchFilter,
     candidates = [catalog[i] for i in dict.fromkeys([i for i, _ in vector_hits] +
                                                     [i for i, _ in keyword_hits])
                   if i in catalog and flt.admits(catalog[i])]
-    evidence = _Evidence(store, q, scores, keyword)
+    evidence = _Evidence(store, q, scores, keyword, tuning)
 
     # A memory next to a strong match may match nothing itself: it is a candidate too.
     ids = np.array([m.id for m in candidates], dtype=np.int64)
@@ -382,8 +389,8 @@ def rank_context(store, q: QueryAnalysis, query_vector, flt: SearchFilter,
     involved = np.unique(np.concatenate([ids, window.ravel()]))
     totals, parts = evidence.base(involved)
     own = np.searchsorted(involved, ids)
-    shares = np.where(window > 0, _COLUMN_WEIGHTS * totals[np.searchsorted(involved, window)],
-                      0.0)
+    shares = np.where(window > 0,
+                      evidence.column_weights * totals[np.searchsorted(involved, window)], 0.0)
     lifts = np.maximum(0.0, shares.max(axis=1, initial=0.0))
     n = len(candidates)
     now = utcnow()
