@@ -44,7 +44,7 @@ MAX_PROMPT_CHARS = 2000  # of the prompt, what the search sees (the tool's own l
 # memories stored next to it, which a lone memory never gets) reaches this floor, chosen on
 # LOCOMO (bench/recall_floor.py --direct; bench/RESULTS.md, "Recall hook"). MEMNEST_RECALL_FLOOR
 # overrides it.
-RECALL_FLOOR = 0.91
+RECALL_FLOOR = 0.97
 RECALL_LIMIT = 5
 PREVIEW_CHARS = 300
 DIGEST_CHARS = 2400  # about 600 tokens
