@@ -134,12 +134,19 @@ def markers(text: str) -> list[str]:
 
 @lru_cache(maxsize=4096)  # search results show the same memories again and again
 def _markers(text: str) -> tuple[str, ...]:
-    plain = unicodedata.normalize("NFKC", text)
+    # Each view is searched only when it differs from the one before: NFKC, invisible
+    # characters and lookalikes change nothing in ASCII text (most memories), and the joined
+    # view nothing without spaced-out letters. Same markers, a third of the passes.
+    plain = text if text.isascii() else unicodedata.normalize("NFKC", text)
     found = dict.fromkeys(_matches(plain))
     in_plain = bool(found)
-    skeleton = re.sub(r"\w+", _latin_lookalikes, _INVISIBLE.sub("", plain))
-    found.update(dict.fromkeys(_matches(skeleton)))
-    found.update(dict.fromkeys(_matches(_SPACED.sub(_join_letters, skeleton))))
+    skeleton = plain if plain.isascii() else \
+        re.sub(r"\w+", _latin_lookalikes, _INVISIBLE.sub("", plain))
+    if skeleton != plain:
+        found.update(dict.fromkeys(_matches(skeleton)))
+    joined = _SPACED.sub(_join_letters, skeleton)
+    if joined != skeleton:
+        found.update(dict.fromkeys(_matches(joined)))
     for run in _SPACED.findall(skeleton):  # "I.g.n.o.r.e a.l.l": word breaks are lost
         if _SQUASHED.search(re.sub(r"[^a-z]", "", run.lower())):
             found["ignore_instructions"] = None
