@@ -108,6 +108,7 @@ class LeanSession:
         self._window = threading.Condition()
         self._conn_window = DEFAULT_WINDOW
         self._stream_window = DEFAULT_WINDOW
+        self._initial = DEFAULT_WINDOW  # the daemon's INITIAL_WINDOW_SIZE
         self._max_frame = MAX_FRAME
         self._closed = False
         self._incoming: queue.Queue = queue.Queue()
@@ -224,8 +225,6 @@ class LeanSession:
                     self._window.notify_all()
                 elif key == 0x5:
                     self._max_frame = max(MAX_FRAME, min(value, (1 << 24) - 1))
-
-    _initial = DEFAULT_WINDOW
 
     def _deliver(self, buffer: bytearray) -> bool:
         """Hand over every whole message in `buffer`; False for one the daemon may not send."""

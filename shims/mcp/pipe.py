@@ -148,16 +148,14 @@ class Relay:
         except (ValueError, RecursionError):
             message = None  # the daemon answers what can be answered of it
         with self._lock:
-            key = None
-            if isinstance(message, dict):
-                if not self._note_from_editor(message, line):
-                    return
-                if "method" in message and "id" in message:
-                    key = _key(message["id"])
-            self._send(line, key)
+            forward, key = self._note_from_editor(message, line) \
+                if isinstance(message, dict) else (True, None)
+            if forward:
+                self._send(line, key)
 
-    def _note_from_editor(self, message: dict, line: bytes) -> bool:
-        """Track what the editor sends; False when it is not for the daemon."""
+    def _note_from_editor(self, message: dict, line: bytes) -> tuple[bool, str | None]:
+        """Track what the editor sends: whether it is for the daemon, and the key of the
+        request it is, if it is one."""
         method = message.get("method")
         if isinstance(method, str):
             if "id" in message:
@@ -165,35 +163,43 @@ class Relay:
                 self.pending[key] = (method, line)
                 if method == "initialize":
                     self._initialize_key, self.initialize = key, message
-            elif method == "notifications/initialized":
+                return True, key
+            if method == "notifications/initialized":
                 self.initialized = line
             elif method == "notifications/cancelled":
                 params = message.get("params")
                 if isinstance(params, dict) and "requestId" in params:
                     self.pending.pop(_key(params["requestId"]), None)
-            return True
+            return True, None
         if "id" in message:  # the editor answers the daemon: only the daemon that asked
             key = _key(message["id"])
             if self.conn is None or key not in self.conn.asks:
-                return False
+                return False, None
             self.conn.asks.discard(key)
-        return True
+        return True, None
 
     def _send(self, line: bytes, key: str | None) -> None:
         """Send a line to the daemon, connecting first if need be. Called with _lock held."""
         if self.conn is not None and self.conn.dead():
             conn, self.conn = self.conn, None
-            self._settle(conn, resend=True)
+            self._settle(conn)
             if key is not None:
                 return  # a request is pending: sent again (or answered) with the others
-        if self.conn is None:
-            try:
-                self._connect()
-            except DaemonUnavailable as exc:
-                self._fail_pending(f"memnest daemon unavailable: {exc}")
-                return
-        assert self.conn is not None
-        self.conn.send(line, key)
+        if self._connected():
+            assert self.conn is not None
+            self.conn.send(line, key)
+
+    def _connected(self) -> bool:
+        """Connect if need be; when that fails every waiting request is answered with why.
+        Called with _lock held."""
+        if self.conn is not None:
+            return True
+        try:
+            self._connect()
+            return True
+        except DaemonUnavailable as exc:
+            self._fail_pending(f"memnest daemon unavailable: {exc}")
+            return False
 
     def _connect(self) -> None:
         """Open a Session stream, replaying the editor's handshake to a new daemon; every
@@ -283,12 +289,12 @@ class Relay:
             if conn is not self.conn:
                 return  # the editor closed stdin, or a newer connection took over
             self.conn = None
-            self._settle(conn, resend=True)
+            self._settle(conn)
 
-    def _settle(self, conn: Connection, resend: bool) -> None:
+    def _settle(self, conn: Connection) -> None:
         """After `conn` ended: an unanswered tools/call that may have reached a daemon that
-        died is answered as such; the other requests go to the next daemon (now, if
-        `resend`, else with the next message). Called with _lock held."""
+        died is answered as such; the other requests go to the next daemon, now. Called with
+        _lock held."""
         conn.end()
         self.previous_version = conn.version or self.previous_version
         self._ended_at_once = 0 if conn.received or conn.closing else self._ended_at_once + 1
@@ -306,14 +312,8 @@ class Relay:
                 del self.pending[key]
                 self._write(_tool_error(json.loads(key), OUTCOME_UNKNOWN))
         for key, (_method, line) in list(self.pending.items()):
-            if not resend:
+            if not self._connected():
                 return
-            if self.conn is None:
-                try:
-                    self._connect()
-                except DaemonUnavailable as exc:
-                    self._fail_pending(f"memnest daemon unavailable: {exc}")
-                    return
             assert self.conn is not None
             self.conn.send(line, key)
 
