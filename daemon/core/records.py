@@ -14,6 +14,15 @@ def iso(ts: datetime | None) -> str | None:
     return None if ts is None else ts.isoformat(timespec="seconds") + "Z"
 
 
+def from_iso(text: str) -> datetime:
+    """An ISO 8601 time ("Z" accepted) as naive UTC, the way times are stored; ValueError
+    when it is not one."""
+    ts = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    if ts.tzinfo is not None:
+        ts = ts.astimezone(timezone.utc).replace(tzinfo=None)
+    return ts
+
+
 def content_hash(content: str) -> str:
     normalised = " ".join(content.split()).casefold()
     return hashlib.sha256(normalised.encode("utf-8")).hexdigest()

@@ -32,14 +32,14 @@ own checkout of the same repository.
 """
 import json
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 
 from memnest_proto.contract import CATEGORIES
 
 from ..code.files import AnchorError, clean_path
 from ..core import strict_json
 from ..core.anchors import MAX_ANCHORS, MAX_CODE_JSON, Anchor, CodeContext
-from ..core.records import GLOBAL_ID, Memory, iso, normalise_tags
+from ..core.records import GLOBAL_ID, Memory, from_iso, iso, normalise_tags
 from ..storage.database import RELATION_TYPES
 
 VERSION = 1
@@ -162,14 +162,10 @@ def _time(value, where: str) -> datetime | None:
         return None
     if not isinstance(value, str) or len(value) > 64:
         raise Unreadable(f"{where}: not a time")
-    text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
     try:
-        ts = datetime.fromisoformat(text)
+        return from_iso(value).replace(microsecond=0)
     except ValueError:
         raise Unreadable(f"{where}: {value!r} is not an ISO 8601 time") from None
-    if ts.tzinfo is not None:
-        ts = ts.astimezone(timezone.utc).replace(tzinfo=None)
-    return ts.replace(microsecond=0)
 
 
 def _text(value, where: str, limit: int) -> str:

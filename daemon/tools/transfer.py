@@ -21,7 +21,7 @@ from ..code.files import AnchorError, clean_path
 from ..core import strict_json
 from ..core.anchors import MAX_CODE_JSON, CodeContext
 from ..core.errors import invalid
-from ..core.records import SCOPES, content_hash, utcnow
+from ..core.records import SCOPES, content_hash, from_iso, utcnow
 from ..curation.ingest import Item, ingest, merge_candidate
 from ..storage.database import RELATION_TYPES
 from ..storage.safe_files import read_file, write_file
@@ -199,14 +199,10 @@ class _Bad(ValueError):
 def _parse_time(value: str | None, where: str) -> datetime | None:
     if value is None:
         return None
-    text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
     try:
-        ts = datetime.fromisoformat(text)
+        return from_iso(value)
     except ValueError:
         raise _Bad(f"{where}: {value!r} is not an ISO 8601 time") from None
-    if ts.tzinfo is not None:
-        ts = ts.astimezone(timezone.utc).replace(tzinfo=None)
-    return ts
 
 
 def _text_ok(value: str, where: str) -> None:
