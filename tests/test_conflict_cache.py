@@ -242,3 +242,39 @@ def test_saved_verdicts_of_another_value_rule_are_found_again():
     cache = NeighbourCache(NeighbourTable.from_state(state))
     cache.use_floor(0.5, values.RULE)
     assert cache.table.get(3) == table.get(3) and cache.table.verdicts_of(3)[1] == UNKNOWN
+
+
+def test_a_store_leaves_the_verdicts_of_every_row_it_entered_known(tmp_path, monkeypatch):
+    """Storing memories puts them into other memories' rows; their value verdicts are
+    recorded then (once per pair, in both rows that list it), so a search showing any of
+    those memories compares no texts. Each verdict is the one found afresh."""
+    from memnest_daemon.curation.ingest import Item, ingest
+    from memnest_daemon.search.neighbour_table import DISAGREE, UNKNOWN
+
+    settings = SimpleNamespace(**vars(SETTINGS), dedup_threshold=0.999,
+                               merge_tag_overlap=1.0, merge_value_gate=True)
+    store = MemoryStore(str(tmp_path / "db"), "model", DIM, 64, 1)
+    try:
+        for batch in (range(1, 41), range(41, 81), range(81, 121), range(121, 125)):
+            items = [Item(content=f"{_text(n)}, said note {n}") for n in batch]
+            with store.writing():
+                ingest(store, str(tmp_path), items, [_vector(n) for n in batch], settings)
+        table = store.neighbours.table
+        by_id = store.catalog
+        for row in np.flatnonzero(table.known).tolist():
+            for j, (other, _) in enumerate(table.get(row)):
+                if other == row:
+                    continue
+                verdict = table.verdicts_of(row)[j]
+                assert verdict != UNKNOWN, (row, other)
+                low, high = sorted((row, other))
+                assert (verdict == DISAGREE) == value_disagreement(by_id[low].content,
+                                                                   by_id[high].content)
+        checked = []
+        monkeypatch.setattr("memnest_daemon.curation.conflicts.value_disagreement",
+                            lambda a, b: checked.append(1) or value_disagreement(a, b))
+        shown = [m for m in store.catalog.values() if table.get(m.id) is not None]
+        found = conflicts(store, shown, SETTINGS, str(tmp_path))
+        assert checked == [] and found
+    finally:
+        store.close()

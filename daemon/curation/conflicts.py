@@ -3,7 +3,7 @@ disagree on a value. Reported on store and on search results, with the ways to s
 import numpy as np
 
 from ..core.records import Memory
-from ..search.neighbour_table import AGREE, DISAGREE, KEPT, UNKNOWN
+from ..search.neighbour_table import AGREE, DISAGREE, KEPT, UNKNOWN, NeighbourTable
 from ..search.ranking import SearchFilter, scope_ids
 from ..store.neighbours import NeighbourCache
 from . import values
@@ -53,18 +53,18 @@ def conflicts(store, memories: list[Memory], settings, workspace: str) -> dict[i
     graph_version = store.graph.version
     for m in memories:
         flagged = cache.flags((m.id, workspace), whole, graph_version,
-                              lambda hits, verdicts, m=m: _flags(store, m, hits, verdicts,
-                                                                 settings))
+                              lambda hits, table, m=m: _flags(store, m, hits, table, settings))
         if flagged:
             found[m.id] = flagged
     return found
 
 
 def fill_rows(store, floor: float, limit: int) -> int:
-    """Find the neighbour rows (and their value verdicts) of up to `limit` memories that have
-    none yet, in a database holding one workspace: the housekeeping thread's work while the
-    database is idle, so that after an import or an open without saved rows searches find
-    them known. Returns how many were found (0: nothing left to do). Takes the read lock."""
+    """Find the neighbour rows of up to `limit` memories that have none yet, or else the
+    value verdicts of up to `limit` rows that lack some, in a database holding one
+    workspace: the housekeeping thread's work while the database is idle, so that after an
+    import or an open without saved rows searches find them known. Returns how many rows
+    were worked on (0: nothing left to do). Takes the read lock."""
     with store.lock.read():
         if sum(1 for n in store.per_workspace.values() if n > 0) > 1:
             return 0  # shared by workspaces: entries are found per workspace when asked
@@ -73,42 +73,71 @@ def fill_rows(store, floor: float, limit: int) -> int:
         table = cache.rows
         ids, _ = store.vectors.rows()
         todo = ids[~table.known_at(ids) & (ids > 0)][:limit].tolist()
-        if not todo:
-            return 0
-        nearest = store.vectors.search_many(np.stack([store.vectors.vector(i) for i in todo]),
-                                            None, KEPT, min_score=floor)
+        if todo:
+            nearest = store.vectors.search_many(
+                np.stack([store.vectors.vector(i) for i in todo]), None, KEPT,
+                min_score=floor)
+            for memory_id, hits in zip(todo, nearest):
+                cache.put((memory_id, ""), hits, True)
+        else:
+            todo = table.unsettled(limit)
         catalog = store.catalog
-        for memory_id, hits in zip(todo, nearest):
-            cache.put((memory_id, ""), hits, True)
-            m, verdicts = catalog.get(memory_id), table.verdicts_of(memory_id)
-            for j, (other_id, _) in enumerate(hits):
+        for memory_id in todo:
+            m = catalog.get(memory_id)
+            for j, (other_id, _) in enumerate(table.get(memory_id) or ()):
                 other = catalog.get(other_id)
-                if m is not None and other is not None and other_id != memory_id:
-                    _disagree(m, other, verdicts, j)
+                if m is None or other is None:
+                    table.record(memory_id, other_id, AGREE)  # gone: nothing to disagree with
+                else:
+                    _disagree(m, other, table, j)
         return len(todo)
 
 
-def _disagree(m: Memory, other: Memory, verdicts, j: int) -> bool:
-    """Whether the two disagree on a value: entry j of the table's `verdicts` when recorded
-    (recorded here when not), checked afresh when there are none."""
-    if verdicts is not None and verdicts[j] != UNKNOWN:
-        return verdicts[j] == DISAGREE
-    disagree = value_disagreement(m.content, other.content)
-    if verdicts is not None:
-        verdicts[j] = DISAGREE if disagree else AGREE
+def settle_listed(store, memories: list[Memory]) -> None:
+    """Record the value verdicts of the rows that list `memories` (just written: they
+    entered other memories' rows unjudged), so that searches showing those rows find them
+    known. Only where the table keeps the rows (a database of one workspace)."""
+    table = store.neighbours.table
+    written = {m.id for m in memories}
+    if table is None or not written or \
+            sum(1 for n in store.per_workspace.values() if n > 0) > 1:
+        return
+    catalog = store.catalog
+    for row in table.listing(written).tolist():
+        m = catalog.get(row)
+        for j, (other_id, _) in enumerate(table.get(row) or ()):
+            other = catalog.get(other_id)
+            if other_id in written and m is not None and other is not None:
+                _disagree(m, other, table, j)
+
+
+def _disagree(m: Memory, other: Memory, table: NeighbourTable | None,
+              at: int | None = None) -> bool:
+    """Whether the two disagree on a value: as `table` records it for the pair (recorded
+    there when not; `at`: where m's row lists the other), checked afresh without a table.
+    The texts are compared in id order, so the verdict is the pair's whichever row asks."""
+    if m.id == other.id:
+        return False
+    known = UNKNOWN if table is None else table.verdict(m.id, other.id, at)
+    if known != UNKNOWN:
+        return known == DISAGREE
+    first, second = (m, other) if m.id < other.id else (other, m)
+    disagree = value_disagreement(first.content, second.content)
+    if table is not None:
+        table.record(m.id, other.id, DISAGREE if disagree else AGREE)
     return disagree
 
 
-def _flags(store, m: Memory, hits, verdicts, settings) -> list[dict]:
-    """`verdicts`: the table's record, entry by entry, of whether the two disagree on a
-    value (filled in here where unknown), or None."""
+def _flags(store, m: Memory, hits, table: NeighbourTable | None, settings) -> list[dict]:
+    """`table`: where the pairs' value verdicts are recorded (filled in here where
+    unknown), or None."""
     found = []
     for j, (other_id, similarity) in enumerate(hits):
         other = store.catalog.get(other_id)
         if other is None or other_id == m.id or store.graph.kept_separate(m.id, other_id) \
                 or any(rel == "SUPERSEDES" for rel, _, _ in store.graph.between(m.id, other_id)):
             continue
-        if _disagree(m, other, verdicts, j):
+        if _disagree(m, other, table, j):
             kind = "value_disagreement"
         elif similarity >= settings.conflict_threshold:
             kind = "near_duplicate"

@@ -59,6 +59,44 @@ class NeighbourTable:
         Call right after get() found the row."""
         return self.verdicts[memory_id, :self.count[memory_id]]
 
+    def verdict(self, memory_id: int, other_id: int, at: int | None = None) -> int:
+        """The verdict recorded for the pair in either one's row (UNKNOWN if neither has
+        one): a pair is often in both rows, and one verdict holds for both (copied into
+        the first row here). `at`: where the first row lists the other, when known."""
+        if at is not None and self.verdicts[memory_id, at] != UNKNOWN:
+            return int(self.verdicts[memory_id, at])
+        j = self._entry(other_id, memory_id)
+        found = UNKNOWN if j is None else int(self.verdicts[other_id, j])
+        if found != UNKNOWN:
+            self.record(memory_id, other_id, found)
+        elif at is None:
+            j = self._entry(memory_id, other_id)
+            found = UNKNOWN if j is None else int(self.verdicts[memory_id, j])
+        return found
+
+    def record(self, memory_id: int, other_id: int, verdict: int) -> None:
+        """Record the pair's verdict in each of the two rows that lists the other."""
+        for row, other in ((memory_id, other_id), (other_id, memory_id)):
+            j = self._entry(row, other)
+            if j is not None:
+                self.verdicts[row, j] = verdict
+
+    def _entry(self, row: int, other_id: int) -> int | None:
+        """Where `row`'s known row lists `other_id`, or None."""
+        if not 0 < row < len(self.known) or not self.known[row]:
+            return None
+        try:
+            return self.ids[row, :self.count[row]].tolist().index(other_id)
+        except ValueError:
+            return None
+
+    def unsettled(self, limit: int) -> list[int]:
+        """Up to `limit` known rows with an entry whose verdict is not recorded yet."""
+        placed = np.arange(KEPT)[None, :] < self.count[:, None]
+        open_entries = placed & (self.verdicts == UNKNOWN) & \
+            (self.ids != np.arange(len(self.known))[:, None])
+        return np.flatnonzero(self.known & open_entries.any(axis=1))[:limit].tolist()
+
     def put(self, memory_id: int, hits: list[tuple[int, float]]) -> None:
         if memory_id <= 0 or len(hits) > KEPT:
             return  # not an id of ours (a foreign row); more than a row holds: not a row

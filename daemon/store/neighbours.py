@@ -88,14 +88,15 @@ class NeighbourCache:
 
     def flags(self, key: tuple[int, str], whole: bool, graph_version: int,
               make) -> list[dict] | None:
-        """The flags of an entry (None if it has none), made from its hits by `make`."""
+        """The flags of an entry (None if it has none), made from its hits by `make`
+        (given the table that records value verdicts when the entry is one of its rows)."""
         made = self._flags.get(key)
         if made is not None and made[0] == graph_version:
             return made[1]
         hits = self.hits(key, whole)
         if hits is None:
             return None
-        flags = make(hits, self.rows.verdicts_of(key[0]) if whole else None)
+        flags = make(hits, self.rows if whole else None)
         with self._lock:
             if len(self._flags) >= MAX_ENTRIES:
                 for oldest in list(islice(self._flags, MAX_ENTRIES // 10)):
