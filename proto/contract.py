@@ -23,3 +23,11 @@ RESPONSE_FORMATS = ("json", "toon")
 REMOTE_NEEDS_WORKSPACE = ("MEMNEST_REMOTE is set, so the workspace is a folder on the "
                           "daemon's machine: name it with MEMORY_WORKSPACE (or --workspace) "
                           "as an absolute path there")
+
+# An MCP session over the local Unix socket without gRPC: a client that opens a connection
+# with these bytes then sends SessionFrame messages (memnest.proto), each framed as gRPC
+# frames its messages (a zero byte, then the length as 4 bytes big-endian), the start frame
+# first, and shuts down its writing side when its editor is done. The daemon answers with
+# SessionFrames framed the same way and closes the connection when the session ends. Any
+# other first bytes are gRPC's (HTTP/2). Served from VERSION 0.3.0.
+SESSION_PREFACE = b"MEMNEST-SESSION/1\r\n"

@@ -1,7 +1,7 @@
 """Versions exchanged between the daemon and its clients."""
 import re
 
-VERSION = "0.2.0"
+VERSION = "0.3.0"
 # Bumped only when a change to the wire contract would break an older client or daemon.
 PROTOCOL_VERSION = 1
 

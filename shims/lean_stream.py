@@ -1,12 +1,10 @@
-"""memnest-mcp's Session stream to a local memnestd without grpcio: HTTP/2 and the few
-protobuf fields of SessionFrame written out by hand, over the Unix socket (as lean_call.py
-does for one unary call). grpcio alone is most of a shim's memory (bench/RESULTS.md, "The
-shim as a pipe"), and a shim lives as long as its editor window.
+"""memnest-mcp's session with a local memnestd without grpcio: SessionFrames straight over
+the Unix socket (memnest_proto.contract.SESSION_PREFACE), their few protobuf fields written
+out by hand, and the daemon's Status as one unary HTTP/2 call (lean_call.py). grpcio alone
+is most of a shim's memory (bench/RESULTS.md, "The shim as a pipe"), and a shim lives as
+long as its editor window; the daemon serves the session without gRPC on its side too.
 
-One connection carries one stream (id 1). What is sent waits for the daemon's flow-control
-window; what arrives is acknowledged as it is read, so neither side buffers without bound.
-Header blocks from the daemon are not decoded: the stream's end (trailers, a reset, a closed
-socket) ends the iteration, and what it meant is for the relay to work out.
+What the daemon's frames meant when the connection ends is for the relay to work out.
 """
 import queue
 import socket
@@ -16,36 +14,11 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from memnest_proto.contract import MAX_MESSAGE_BYTES
+from memnest_proto.contract import MAX_MESSAGE_BYTES, SESSION_PREFACE
 
-from .lean_call import (
-    ACK,
-    DATA,
-    END_HEADERS,
-    END_STREAM,
-    GOAWAY,
-    HEADERS,
-    PING,
-    PREFACE,
-    RST_STREAM,
-    SETTINGS,
-    WINDOW_UPDATE,
-    LeanCallFailed,
-    _bytes,
-    _frame,
-    _header,
-    _string,
-    _varint,
-    fields,
-    request_headers,
-    unary,
-)
+from .lean_call import LeanCallFailed, _bytes, _string, _varint, fields, unary
 
-SESSION = "/memnest.v1.Memnest/Session"
 STATUS = "/memnest.v1.Memnest/Status"
-WINDOW = 1 << 24  # what the daemon may send before we have read it
-DEFAULT_WINDOW = 65535  # HTTP/2's initial windows, until the daemon's SETTINGS say otherwise
-MAX_FRAME = 16384
 _END = object()
 
 
@@ -93,7 +66,8 @@ def _text(value) -> str:
 
 
 class LeanSession:
-    """One Session stream: send() what `outgoing` yields, iterate over what comes back."""
+    """One session (SESSION_PREFACE): send what `outgoing` yields, iterate over what comes
+    back. The socket's own buffers are the flow control both ways."""
 
     def __init__(self, socket_path: Path, outgoing: Iterable[bytes], connect_timeout: float = 5):
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -104,18 +78,8 @@ class LeanSession:
             self._sock.close()
             raise LeanCallFailed(f"no daemon on {socket_path}: {exc}") from None
         self._sock.settimeout(None)
-        self._send_lock = threading.Lock()
-        self._window = threading.Condition()
-        self._conn_window = DEFAULT_WINDOW
-        self._stream_window = DEFAULT_WINDOW
-        self._initial = DEFAULT_WINDOW  # the daemon's INITIAL_WINDOW_SIZE
-        self._max_frame = MAX_FRAME
-        self._closed = False
         self._incoming: queue.Queue = queue.Queue()
-        settings = struct.pack(">HI", 0x2, 0) + struct.pack(">HI", 0x4, WINDOW)  # no push
-        self._raw(PREFACE + _frame(SETTINGS, 0, 0, settings) +
-                  _frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", WINDOW - DEFAULT_WINDOW)) +
-                  _frame(HEADERS, END_HEADERS, 1, request_headers(SESSION)))
+        self._sock.sendall(SESSION_PREFACE)
         threading.Thread(target=self._read, name="lean-in", daemon=True).start()
         threading.Thread(target=self._write, args=(outgoing,), name="lean-out",
                          daemon=True).start()
@@ -128,114 +92,38 @@ class LeanSession:
             yield item
 
     def close(self) -> None:
-        with self._window:
-            self._closed = True
-            self._window.notify_all()
         try:
             self._sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
         self._sock.close()
 
-    # -- sending -----------------------------------------------------------------------------
-
-    def _raw(self, data: bytes) -> None:
-        with self._send_lock:
-            self._sock.sendall(data)
-
     def _write(self, outgoing: Iterable[bytes]) -> None:
         try:
             for message in outgoing:
-                self._send_message(message)
-            self._raw(_frame(DATA, END_STREAM, 1, b""))  # the editor is done
-        except (OSError, LeanCallFailed):
+                self._sock.sendall(struct.pack(">BI", 0, len(message)) + message)
+            self._sock.shutdown(socket.SHUT_WR)  # the editor is done
+        except OSError:
             self.close()
 
-    def _send_message(self, message: bytes) -> None:
-        data = memoryview(b"\x00" + struct.pack(">I", len(message)) + message)
-        while data:
-            with self._window:
-                while min(self._conn_window, self._stream_window) <= 0 and not self._closed:
-                    self._window.wait()
-                if self._closed:
-                    raise LeanCallFailed("the stream is closed")
-                size = min(len(data), self._conn_window, self._stream_window, self._max_frame)
-                self._conn_window -= size
-                self._stream_window -= size
-            self._raw(_frame(DATA, 0, 1, bytes(data[:size])))
-            data = data[size:]
-
-    # -- receiving ---------------------------------------------------------------------------
-
     def _read(self) -> None:
-        buffer = bytearray()  # the stream's gRPC messages, as they arrive
-        unacknowledged = 0
         try:
             reader = self._sock.makefile("rb")
             while True:
-                head = reader.read(9)
-                if len(head) < 9:
+                head = reader.read(5)
+                if len(head) < 5:
                     return
-                length, kind, flags, stream = _header(head)
-                payload = reader.read(length)
-                if len(payload) < length:
+                compressed, size = struct.unpack(">BI", head)
+                if compressed or size > MAX_MESSAGE_BYTES:
+                    return  # not what memnestd sends
+                payload = reader.read(size)
+                if len(payload) < size:
                     return
-                if kind == DATA and stream == 1:
-                    buffer += payload
-                    unacknowledged += length
-                    if not self._deliver(buffer):
-                        return
-                    if unacknowledged >= WINDOW // 2:
-                        grant = struct.pack(">I", unacknowledged)
-                        self._raw(_frame(WINDOW_UPDATE, 0, 0, grant) +
-                                  _frame(WINDOW_UPDATE, 0, 1, grant))
-                        unacknowledged = 0
-                elif kind == SETTINGS and not flags & ACK:
-                    self._settings(payload)
-                    self._raw(_frame(SETTINGS, ACK, 0, b""))
-                elif kind == PING and not flags & ACK:
-                    self._raw(_frame(PING, ACK, 0, payload))
-                elif kind == WINDOW_UPDATE and len(payload) == 4:
-                    grant = struct.unpack(">I", payload)[0] & 0x7FFFFFFF
-                    with self._window:
-                        if stream == 0:
-                            self._conn_window += grant
-                        elif stream == 1:
-                            self._stream_window += grant
-                        self._window.notify_all()
-                elif kind == RST_STREAM and stream == 1:
-                    return
-                elif kind == GOAWAY:
-                    continue  # our stream is finished or reset by what follows
-                if stream == 1 and kind in (DATA, HEADERS) and flags & END_STREAM:
-                    return
-        except (OSError, ValueError, struct.error, LeanCallFailed):
+                frame = read_frame(payload)
+                if frame is not None:
+                    self._incoming.put(frame)
+        except (OSError, ValueError, LeanCallFailed):
             return
         finally:
             self._incoming.put(_END)
             self.close()
-
-    def _settings(self, payload: bytes) -> None:
-        for i in range(0, len(payload) - 5, 6):
-            key, value = struct.unpack(">HI", payload[i:i + 6])
-            with self._window:
-                if key == 0x4:  # INITIAL_WINDOW_SIZE: applies to the open stream too
-                    self._stream_window += value - self._initial
-                    self._initial = value
-                    self._window.notify_all()
-                elif key == 0x5:
-                    self._max_frame = max(MAX_FRAME, min(value, (1 << 24) - 1))
-
-    def _deliver(self, buffer: bytearray) -> bool:
-        """Hand over every whole message in `buffer`; False for one the daemon may not send."""
-        while len(buffer) >= 5:
-            size = struct.unpack(">I", bytes(buffer[1:5]))[0]
-            if buffer[0] != 0 or size > MAX_MESSAGE_BYTES:
-                return False  # compressed or oversized: not what memnestd sends
-            if len(buffer) < 5 + size:
-                return True
-            frame = read_frame(bytes(buffer[5:5 + size]))
-            del buffer[:5 + size]
-            if frame is not None:
-                self._incoming.put(frame)
-        return True

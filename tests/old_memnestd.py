@@ -12,6 +12,7 @@ if os.environ.get("MEMNEST_TEST_NO_SESSIONS") == "1":
     from memnest_proto.memnest_pb2_grpc import MemnestServicer
 
     MemnestService.Session = MemnestServicer.Session  # gRPC answers UNIMPLEMENTED
+    MemnestService.serve_session = None  # and the socket only speaks gRPC
 
 from memnest_daemon.server.main import main  # noqa: E402 (after the version is set)
 

@@ -5,6 +5,8 @@ import json
 import os
 import re
 import signal
+import socket
+import struct
 import subprocess
 import time
 from pathlib import Path
@@ -19,7 +21,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from memnest_daemon.server import session_pipe
 from memnest_daemon.server.mcp_session import Caller, folder_of_root
 from memnest_proto import memnest_pb2 as pb
-from memnest_proto.contract import MAX_MESSAGE_BYTES
+from memnest_proto.contract import MAX_MESSAGE_BYTES, SESSION_PREFACE
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2024-11-05", "capabilities": {},
@@ -248,3 +250,76 @@ def test_random_garbage_lines_leave_the_session_serving(raw, daemon):
     log = daemon.log.read_text()
     assert "session reader failed" not in log
     assert not re.search(r"MCP session \S+ failed", log)
+
+
+def _session_socket(daemon, first: bytes = SESSION_PREFACE) -> socket.socket:
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.settimeout(30)
+    conn.connect(str(daemon.socket))
+    conn.sendall(first)
+    return conn
+
+
+def _frame(frame: pb.SessionFrame) -> bytes:
+    data = frame.SerializeToString()
+    return struct.pack(">BI", 0, len(data)) + data
+
+
+def _frames_until_closed(conn: socket.socket) -> list[pb.SessionFrame]:
+    out, data = [], b""
+    while True:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    while len(data) >= 5:
+        size = struct.unpack(">I", data[1:5])[0]
+        out.append(pb.SessionFrame.FromString(data[5:5 + size]))
+        data = data[5 + size:]
+    return out
+
+
+@pytest.mark.parametrize("sent", [
+    b"\x01" + struct.pack(">I", 3) + b"abc",  # compressed
+    b"\x00" + struct.pack(">I", MAX_MESSAGE_BYTES + 1),  # larger than any frame may be
+    b"\x00" + struct.pack(">I", 4) + b"\xff\xff\xff\xff",  # not a SessionFrame
+    _frame(pb.SessionFrame(message=b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}')),
+    b"\x00\x00",  # a frame cut short, then the shim goes
+])
+def test_a_socket_session_with_broken_frames_is_closed_and_the_daemon_serves_on(daemon, sent):
+    """The session framing without gRPC (SESSION_PREFACE): what a shim may not send ends
+    that connection, nothing else."""
+    daemon.client().ensure_running()
+    conn = _session_socket(daemon, SESSION_PREFACE + sent)
+    conn.shutdown(socket.SHUT_WR)
+    assert _frames_until_closed(conn) == []
+    conn.close()
+    conn = _session_socket(daemon)
+    conn.sendall(_frame(pb.SessionFrame(start=pb.SessionStart(session_id="after"))) +
+                 _frame(pb.SessionFrame(message=json.dumps(INIT).encode())))
+    conn.shutdown(socket.SHUT_WR)
+    replies = [json.loads(f.message) for f in _frames_until_closed(conn) if f.message]
+    assert replies and replies[0]["result"]["serverInfo"]["name"] == "memnest"
+    conn.close()
+    assert daemon.client().status().version
+
+
+def test_a_silent_or_half_sent_preface_holds_up_no_one(daemon):
+    """Connections that stop inside the preface wait on their own thread: gRPC calls and
+    sessions of other clients go on meanwhile."""
+    daemon.client().ensure_running()
+    stuck = [_session_socket(daemon, b""), _session_socket(daemon, SESSION_PREFACE[:7]),
+             _session_socket(daemon, b"PRI * HTTP/2")]
+    try:
+        started = time.monotonic()
+        assert daemon.client().status().version
+        conn = _session_socket(daemon)
+        conn.sendall(_frame(pb.SessionFrame(start=pb.SessionStart(session_id="other"))) +
+                     _frame(pb.SessionFrame(message=json.dumps(INIT).encode())))
+        conn.shutdown(socket.SHUT_WR)
+        assert any(f.message for f in _frames_until_closed(conn))
+        conn.close()
+        assert time.monotonic() - started < 10
+    finally:
+        for conn in stuck:
+            conn.close()

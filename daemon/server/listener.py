@@ -34,10 +34,11 @@ from pathlib import Path
 
 import grpc
 from memnest_proto import memnest_pb2_grpc as pb_grpc
-from memnest_proto.contract import MAX_MESSAGE_BYTES, SOCKET_ACTIVATION_VARS
+from memnest_proto.contract import MAX_MESSAGE_BYTES, SESSION_PREFACE, SOCKET_ACTIVATION_VARS
 from memnest_proto.paths import grpc_target
 
 from .fair_calls import FairExecutor
+from .session_socket import SessionSockets
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ DRAIN_SECONDS = 30.0
 MAX_CALLS_ACCEPTED = 4096
 SD_LISTEN_FDS_START = 3
 MAX_UNIX_PATH = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
+PREFACE_SECONDS = 30.0
 
 
 class AlreadyRunning(Exception):
@@ -172,8 +174,10 @@ class _Relay:
 
     CHUNK = 256 * 1024
 
-    def __init__(self, listener: socket.socket, inner: Path):
+    def __init__(self, listener: socket.socket, inner: Path,
+                 sessions: SessionSockets | None = None):
         self.listener, self.inner = listener, inner
+        self.sessions = sessions
         self._closing = threading.Event()
         self._count = 0
         self._thread = threading.Thread(target=self._accept_loop, name="activation-accept",
@@ -206,16 +210,31 @@ class _Relay:
             if not self._peer_allowed(conn):
                 conn.close()
                 continue
-            try:
-                backend = self._connect_backend()
-            except OSError as exc:
-                log.warning("could not reach the gRPC server at %s: %s", self.inner, exc)
-                conn.close()
-                continue
-            pair = _Pair(conn, backend)
-            for src, dst, name in ((conn, backend, "in"), (backend, conn, "out")):
-                threading.Thread(target=pair.pump, args=(src, dst), name=f"relay-{name}",
-                                 daemon=True).start()
+            threading.Thread(target=self._route, args=(conn,), name="relay-in",
+                             daemon=True).start()
+
+    def _route(self, conn: socket.socket) -> None:
+        """An MCP session without gRPC (SESSION_PREFACE) is served in this thread; any other
+        connection is gRPC's, relayed with the bytes read to tell them apart."""
+        try:
+            head = _preface(conn, SESSION_PREFACE if self.sessions is not None else b"")
+        except OSError:
+            conn.close()
+            return
+        if head == SESSION_PREFACE and self.sessions is not None:
+            self.sessions.serve(conn)
+            return
+        try:
+            backend = self._connect_backend()
+            backend.sendall(head)
+        except OSError as exc:
+            log.warning("could not reach the gRPC server at %s: %s", self.inner, exc)
+            conn.close()
+            return
+        pair = _Pair(conn, backend)
+        threading.Thread(target=pair.pump, args=(backend, conn), name="relay-out",
+                         daemon=True).start()
+        pair.pump(conn, backend)
 
     def _connect_backend(self) -> socket.socket:
         """A connection to the gRPC server under a name of its own, which gRPC reports as
@@ -260,6 +279,23 @@ class _Relay:
                         uid, os.getuid())
             return False
         return True
+
+
+def _preface(conn: socket.socket, preface: bytes) -> bytes:
+    """The connection's first bytes, read while they may still be `preface` (all of it at
+    most): a gRPC client's differ at the first byte. A client silent for PREFACE_SECONDS
+    is dropped."""
+    head = b""
+    conn.settimeout(PREFACE_SECONDS)
+    try:
+        while len(head) < len(preface) and preface.startswith(head):
+            chunk = conn.recv(len(preface) - len(head))
+            if not chunk:
+                break
+            head += chunk
+    finally:
+        conn.settimeout(None)
+    return head
 
 
 class _Pair:
@@ -511,7 +547,8 @@ class DaemonServer:
                 self._remove_sockets()  # nothing was served: leave no socket behind
                 raise
         self._server.start()
-        self._relay = _Relay(listener, inner)
+        serve = getattr(self.service, "serve_session", None)  # None: a daemon without sessions
+        self._relay = _Relay(listener, inner, SessionSockets(serve) if serve else None)
         self._relay.start()
 
     def request_stop(self, upgrade: bool = False) -> bool:

@@ -111,6 +111,10 @@ class MemnestService(pb_grpc.MemnestServicer):
     def Session(self, request_iterator, context):
         return self.sessions.serve(request_iterator, context, tls_identity(context))
 
+    def serve_session(self, request_iterator, context, identity):
+        """A session over the Unix socket without gRPC (session_socket.py)."""
+        return self.sessions.serve(request_iterator, context, identity)
+
     def CallToolStream(self, request, context):
         events: queue.Queue = queue.Queue()
         identity = tls_identity(context)

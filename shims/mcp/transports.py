@@ -1,9 +1,10 @@
 """How memnest-mcp reaches memnestd for its Session stream.
 
-Local (the Unix socket): HTTP/2 by hand (lean_stream.py), no grpcio in the process. When no
-compatible daemon answers, starting or upgrading one is the full client's job (client.py,
-which needs grpcio): it runs in a short-lived process of its own (ensure_daemon.py), so that
-the shim of the window that started the daemon stays as small as every other.
+Local (the Unix socket): SessionFrames straight over it (lean_stream.py), no grpcio in the
+process. When no compatible daemon answers, starting or upgrading one is the full client's
+job (client.py, which needs grpcio): it runs in a short-lived process of its own
+(ensure_daemon.py), so that the shim of the window that started the daemon stays as small
+as every other.
 
 Remote (MEMNEST_REMOTE, mutual TLS): the full client in this process.
 
