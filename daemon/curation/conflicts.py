@@ -10,6 +10,7 @@ from . import values
 from .values import value_disagreement
 
 NEIGHBOURS = KEPT - 1
+SETTLE_LOST_ROWS = 2048  # rows a store finds again at once; the idle filler finds the rest
 
 
 def neighbour_floor(settings) -> float:
@@ -93,21 +94,30 @@ def fill_rows(store, floor: float, limit: int) -> int:
         return len(todo)
 
 
-def settle_listed(store, memories: list[Memory]) -> None:
-    """Record the value verdicts of the rows that list `memories` (just written: they
-    entered other memories' rows unjudged), so that searches showing those rows find them
-    known. Only where the table keeps the rows (a database of one workspace)."""
+def settle_written(store, memories: list[Memory]) -> None:
+    """After a store of `memories`: find again the rows the write forgot (up to
+    SETTLE_LOST_ROWS) and record the value verdicts of the rows they entered unjudged, so
+    that a search showing any of them compares no texts. Only where the table keeps the
+    rows (a database of one workspace); the idle filler does the rest."""
     table = store.neighbours.table
-    written = {m.id for m in memories}
-    if table is None or not written or \
-            sum(1 for n in store.per_workspace.values() if n > 0) > 1:
+    if table is None or sum(1 for n in store.per_workspace.values() if n > 0) > 1:
         return
     catalog = store.catalog
-    for row in table.listing(written).tolist():
+    lost = [i for i in table.take_lost()[:SETTLE_LOST_ROWS] if i in catalog]
+    vectors = [(i, store.vectors.vector(i)) for i in lost]
+    vectors = [(i, v) for i, v in vectors if v is not None]
+    if vectors:
+        nearest = store.vectors.search_many(np.stack([v for _, v in vectors]), None, KEPT,
+                                            min_score=table.floor)
+        for (memory_id, _), hits in zip(vectors, nearest):
+            store.neighbours.put((memory_id, ""), hits, True)
+    written = {m.id for m in memories}
+    for row in sorted(set(table.listing(written).tolist()) | {i for i, _ in vectors}):
         m = catalog.get(row)
         for j, (other_id, _) in enumerate(table.get(row) or ()):
             other = catalog.get(other_id)
-            if other_id in written and m is not None and other is not None:
+            if m is not None and other is not None and \
+                    (other_id in written or row not in written):
                 _disagree(m, other, table, j)
 
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..core.records import Memory, Origin, content_hash, utcnow
 from ..store.changes import Changes
-from .conflicts import conflicts, settle_listed, workspace_ids
+from .conflicts import conflicts, settle_written, workspace_ids
 from .freshness import merged
 from .screening import markers
 from .values import disagree, tag_overlap
@@ -90,7 +90,7 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
         return outcomes
     stored = [o.memory for o in outcomes if o.status == "stored"]
     found = conflicts(store, stored, settings, workspace)
-    settle_listed(store, stored)
+    settle_written(store, stored)
     for outcome in outcomes:
         if outcome.status == "stored":
             outcome.conflicts = found.get(outcome.memory.id, [])

@@ -41,12 +41,15 @@ class NeighbourTable:
         # texts cost more than finding the rows, and it holds while both keep their text
         # (a new text is a new vector, which takes the memory out of every row).
         self.verdicts = np.zeros((0, KEPT), dtype=np.int8)
+        # rows a write forgot since the writer last took them (take_lost), to find again
+        self._lost: set[int] = set()
 
     def size(self) -> int:
         return int(self.known.sum())
 
     def clear(self) -> None:
         self.known[:] = False
+        self._lost = set()  # all of them: the idle filler finds them again
 
     def get(self, memory_id: int) -> list[tuple[int, float]] | None:
         if not 0 < memory_id < len(self.known) or not self.known[memory_id]:
@@ -115,6 +118,11 @@ class NeighbourTable:
             self.verdicts = grown(self.verdicts, size)
             self.known = grown(self.known, size)
 
+    def take_lost(self) -> list[int]:
+        """The rows writes forgot since the last call (and not found again since)."""
+        lost, self._lost = self._lost, set()
+        return sorted(i for i in lost if 0 < i < len(self.known) and not self.known[i])
+
     def known_at(self, ids: np.ndarray) -> np.ndarray:
         """Whether each of `ids` has a known row."""
         inside = (ids > 0) & (ids < len(self.known))
@@ -144,6 +152,7 @@ class NeighbourTable:
             keep = ~np.isin(self.ids[row, :n], written)
             if n == KEPT:  # it may have had another neighbour beyond its last: find it again
                 self.known[row] = False
+                self._lost.add(row)
                 continue
             kept = int(keep.sum())
             self.ids[row, :kept] = self.ids[row, :n][keep]
@@ -152,6 +161,7 @@ class NeighbourTable:
             self.count[row] = kept
         own = np.array([i for i in written if i < len(self.known)], dtype=np.int64)
         self.known[own] = False
+        self._lost.update(set(moved) - set(removed))
         touched.update(own.tolist())
         moved = [i for i in dict.fromkeys(moved) if i > 0 and index.vector(i) is not None]
         if moved:
