@@ -1,4 +1,6 @@
 """The daemon's embedder in process, with the offline model."""
+import time
+
 import numpy as np
 import pytest
 
@@ -47,3 +49,47 @@ def test_the_session_stops_spinning_after_each_run_and_embeds_as_before(model):
     expected = np.stack(list(plain.embed(texts)))
     expected /= np.linalg.norm(expected, axis=1, keepdims=True)
     assert np.allclose(model.embed(texts), expected, atol=1e-6)
+
+
+def test_queries_asked_at_once_are_embedded_together_and_as_alone(model, monkeypatch):
+    """Threads asking while the model runs wait and then share one run: each gets the
+    vector it would have got alone, and a run that fails fails no one else's query."""
+    import threading
+
+    queries = [f"which {word} does the deploy use, question {n}?"
+               for n, word in enumerate("port host queue bucket region cluster".split())]
+    alone = {q: np.array(model.embed([q])[0]) for q in queries}
+    model._cache.clear()
+    runs, real = [], model._embed_held
+    gate = threading.Event()
+
+    def held(texts):
+        runs.append(list(texts))
+        gate.wait(5)  # the first run lasts until every thread is waiting
+        if "boom" in texts:
+            raise RuntimeError("model failure")
+        return real(texts)
+
+    monkeypatch.setattr(model, "_embed_held", held)
+    got, failed = {}, []
+
+    def ask(q):
+        try:
+            got[q] = model.embed_one(q)
+        except RuntimeError:
+            failed.append(q)
+
+    threads = [threading.Thread(target=ask, args=(q,)) for q in ["boom"] + queries]
+    threads[0].start()
+    while not runs:
+        time.sleep(0.01)
+    for t in threads[1:]:
+        t.start()
+    while len(model._waiting) < len(queries):
+        time.sleep(0.01)
+    gate.set()
+    for t in threads:
+        t.join(10)
+    assert failed == ["boom"] and len(runs) == 2 and sorted(runs[1]) == sorted(queries)
+    for q in queries:
+        assert np.allclose(got[q], alone[q], atol=1e-5), q

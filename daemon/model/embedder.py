@@ -126,7 +126,8 @@ class Embedder:
         _stop_spinning_after_runs(self._model)
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._cache_lock = threading.Lock()
+        self._cache_lock = threading.Lock()  # the cache and the queries waiting
+        self._waiting: list[_Waiting] = []
         probe = self.embed(["memnest"])
         self.dim = int(probe.shape[1])
         self.load_seconds = time.monotonic() - started
@@ -137,10 +138,14 @@ class Embedder:
         """Unit-length float32 vectors, one row per text, in the order given."""
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        with self._lock:
+            return self._embed_held(texts)
+
+    def _embed_held(self, texts: list[str]) -> np.ndarray:
+        """embed() with the model's lock held."""
         # A batch pads to its longest text, so embed in length order and restore the order.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        with self._lock:
-            vectors = list(self._model.embed([texts[i] for i in order], batch_size=16))
+        vectors = list(self._model.embed([texts[i] for i in order], batch_size=16))
         out = np.empty((len(texts), len(vectors[0])), dtype=np.float32)
         for position, i in enumerate(order):
             out[i] = vectors[position]
@@ -150,16 +155,42 @@ class Embedder:
 
     def embed_one(self, text: str) -> np.ndarray:
         """One text's vector (read-only). Queries repeat (an agent re-asks, several windows
-        ask alike), so recent ones are kept: a hit costs microseconds, not a model run."""
+        ask alike), so recent ones are kept: a hit costs microseconds, not a model run.
+        Queries that arrive while the model runs wait for it and then run together, as one
+        batch: with several windows searching at once, one run of eight short queries costs
+        far less than eight runs (bench/RESULTS.md, "Queries embedded together")."""
         with self._cache_lock:
             cached = self._cache.get(text)
             if cached is not None:
                 self._cache.move_to_end(text)
                 return cached
-        vector = self.embed([text])[0]
-        vector.flags.writeable = False
+        waiting = _Waiting(text)
+        with self._cache_lock:
+            self._waiting.append(waiting)
+        with self._lock:
+            if waiting.vector is None:  # nobody took it into a batch (or that run failed)
+                with self._cache_lock:
+                    batch, self._waiting = self._waiting, []
+                if waiting not in batch:
+                    batch.append(waiting)
+                texts = list(dict.fromkeys(w.text for w in batch))
+                vectors = dict(zip(texts, self._embed_held(texts)))
+                for w in batch:
+                    w.vector = vectors[w.text]
+                    w.vector.flags.writeable = False
+        vector = waiting.vector
+        assert vector is not None
         with self._cache_lock:
             self._cache[text] = vector
             if len(self._cache) > QUERY_CACHE_SIZE:
                 self._cache.popitem(last=False)
         return vector
+
+
+class _Waiting:
+    """A query waiting for the model, and its vector once a run has made it."""
+    __slots__ = ("text", "vector")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.vector: np.ndarray | None = None
