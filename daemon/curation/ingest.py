@@ -89,6 +89,8 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
     if not flag_conflicts:
         return outcomes
     stored = [o.memory for o in outcomes if o.status == "stored"]
+    for m in stored:  # worked out now, kept: a search that shows it later need not
+        markers(m.content, store.screened)
     found = conflicts(store, stored, settings, workspace)
     settle_written(store, stored)
     for outcome in outcomes:

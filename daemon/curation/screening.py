@@ -16,7 +16,13 @@ import base64
 import binascii
 import re
 import unicodedata
+import zlib
 from functools import lru_cache
+
+from ..core.content_memo import ContentMemo
+from ..storage.vector_snapshot import digest
+
+SCREENING_VERSION = 1  # bumped when the logic below changes, not only its patterns
 
 _AI = (r"(ai|llm|agent|assistant|model|chatbot|bot|claude|gpt|chatgpt|copilot|gemini|cursor|"
        r"language\s+model)")
@@ -127,9 +133,27 @@ _SQUASHED = re.compile(r"(ignore|disregard|forget|override|bypass)(all|any|the|y
                        r"guidelines|everything)|youarenow|systemprompt|developermode")
 
 
-def markers(text: str) -> list[str]:
-    """The names of the injection markers found in `text` (empty when none)."""
-    return list(_markers(text))
+# Every marker's name, in the order results list them.
+NAMES = tuple(dict.fromkeys([*_EN, *_OTHER, "obfuscated", "encoded_instructions",
+                             "hidden_text"]))
+_BIT = {name: 1 << i for i, name in enumerate(NAMES)}
+# Names the rule markers are found by: memos of another (an older daemon's) are found again.
+RULE = zlib.crc32(repr((SCREENING_VERSION, sorted(_EN.items()), sorted(_OTHER.items()),
+                        NAMES)).encode())
+
+
+def markers(text: str, memo: ContentMemo | None = None) -> list[str]:
+    """The names of the injection markers found in `text` (empty when none). `memo`: a
+    store's markers by text digest, read and filled in."""
+    if memo is None:
+        return [name for name in NAMES if name in _markers(text)]
+    key = digest(text)
+    bits = memo.get(key, RULE)
+    if bits is None:
+        found = _markers(text)
+        bits = sum(_BIT[name] for name in found)
+        memo.put(key, bits, RULE)
+    return [name for name in NAMES if bits & _BIT[name]]
 
 
 @lru_cache(maxsize=4096)  # search results show the same memories again and again
@@ -196,9 +220,9 @@ def _decoded_runs(text: str) -> list[str]:
     return out
 
 
-def flag(item: dict, text: str) -> dict:
+def flag(item: dict, text: str, memo: ContentMemo | None = None) -> dict:
     """Add `untrusted_content` to a result that carries injection markers."""
-    found = markers(text)
+    found = markers(text, memo)
     if found:
         item["untrusted_content"] = {
             "markers": found,

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.content_memo import ContentMemo
 from .db_files import open_private
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,8 @@ class Snapshot:
     # conflict flags' nearest memories (neighbour_table.py's state()), valid only when the
     # database's embeddings are exactly the snapshot's
     neighbours: dict | None = None
+    # what was worked out from each text (injection markers), by text digest
+    screened: ContentMemo | None = None
 
     def row_for(self, memory_id: int, content: str, model: str) -> int | None:
         """The row holding this memory's embedding, if it still matches."""
@@ -92,6 +95,8 @@ def load(db_path: str, model: str, dim: int) -> Snapshot | None:
             terms = [data[k] for k in TERM_ARRAYS] if set(TERM_ARRAYS) <= set(data.files) \
                 and str(data["analyser"]) == ANALYSER else None
             neighbours = {k: data[k] for k in data.files if k.startswith("neighbour_")}
+            screened = ContentMemo.from_state(
+                "screened", {k: data[k] for k in data.files if k.startswith("screened_")})
     except Exception as exc:  # torn, truncated or foreign: only a cache
         log.warning("ignoring the unreadable vector snapshot %s: %s", path, exc)
         return None
@@ -100,7 +105,7 @@ def load(db_path: str, model: str, dim: int) -> Snapshot | None:
         return None
     snapshot = Snapshot(saved_model, {int(i): row for row, i in enumerate(ids.tolist())},
                         digests.astype(np.uint64, copy=False), matrix,
-                        neighbours=neighbours or None)
+                        neighbours=neighbours or None, screened=screened)
     if terms is not None:
         _, text_digests, vocabulary, offsets, term_ids = terms
         if len(text_digests) == len(ids) and len(offsets) == len(ids) + 1 and \
@@ -116,11 +121,12 @@ def load(db_path: str, model: str, dim: int) -> Snapshot | None:
 
 def save(db_path: str, model: str, ids: np.ndarray, contents: list[str],
          matrix: np.ndarray, texts: list[str], terms: list[tuple[str, ...]],
-         neighbours: dict[str, np.ndarray] | None = None) -> None:
+         neighbours: dict[str, np.ndarray] | None = None,
+         screened: ContentMemo | None = None) -> None:
     """Write the snapshot: a private temp file renamed over the old one (a link planted at
     either name is never followed). `texts` and `terms`: each row's keyword-index text and
     the terms the index found in it; `neighbours`: arrays named neighbour_*, kept as they
-    are."""
+    are; `screened`: kept for the contents saved."""
     path = path_for(db_path)
     temp = path.with_name(path.name + ".tmp")
     digests = np.fromiter((digest(c) for c in contents), dtype=np.uint64, count=len(contents))
@@ -144,7 +150,8 @@ def save(db_path: str, model: str, ids: np.ndarray, contents: list[str],
                 "analyser": np.array(ANALYSER), "text_digests": text_digests,
                 "vocabulary": np.array(list(vocabulary), dtype=str),
                 "term_offsets": np.array(offsets, dtype=np.int64),
-                "term_ids": np.array(term_ids, dtype=np.int32), **(neighbours or {})}
+                "term_ids": np.array(term_ids, dtype=np.int32), **(neighbours or {}),
+                **(screened.state("screened", digests) if screened is not None else {})}
             # numpy's stub types **kwds as its allow_pickle flag
             np.savez(f, **arrays)  # type: ignore[arg-type]
             f.flush()

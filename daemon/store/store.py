@@ -15,6 +15,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ..core.content_memo import ContentMemo
 from ..core.records import Memory, utcnow
 from ..core.rwlock import RWLock
 from ..search.indexes import KeywordIndex, VectorIndex, keyword_text
@@ -78,6 +79,9 @@ class MemoryStore:
         if lost and self._embed is not None:
             embedded_ids, matrix = self._embed_again(lost, embedded_ids, matrix)
         self.catalog = {m.id: m for m in memories}
+        # injection markers by text digest (curation/screening.py), kept across restarts
+        self.screened = snapshot.screened if snapshot is not None and \
+            snapshot.screened is not None else ContentMemo()
         self.per_workspace = Counter(m.workspace for m in memories)
         self.timeline = Timeline.of(memories)
         self._by_hash = {(m.workspace, m.content_hash): m.id for m in memories}
@@ -150,7 +154,7 @@ class MemoryStore:
                 texts = [keyword_text(m) for m in memories]
                 terms = [self.keywords.terms_of(m.id) for m in memories]
             vector_snapshot.save(self.db_path, self.model, ids, contents, matrix, texts, terms,
-                                 neighbours)
+                                 neighbours, self.screened)
 
     @contextmanager
     def reading(self):

@@ -207,7 +207,7 @@ def annotate(store, m: Memory, item: dict, found: list | None) -> dict:
         item["superseded_by"] = superseded_by
     if found:
         item["conflicts"] = found
-    return flag(item, m.content)
+    return flag(item, m.content, store.screened)
 
 
 # -- memory_get ------------------------------------------------------------------------------
