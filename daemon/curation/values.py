@@ -128,30 +128,40 @@ def _tokens(text: str) -> tuple[str, ...]:
     return tuple(t.lower() for t in _TOKEN.findall(text))
 
 
-@lru_cache(maxsize=4096)
 def _facts(text: str) -> tuple[tuple[tuple[str, str], ...], frozenset[str], int]:
     """(value, kind) of each value token in order, the subject words, and how many
-    negations the text holds. Cached: conflict checks compare the same texts again on
-    every search that shows them (texts are at most MEMORY_MAX_STORE_CHARS)."""
+    negations the text holds."""
+    return _analysis(text)[0]
+
+
+@lru_cache(maxsize=4096)
+def _analysis(text: str) -> tuple[tuple[tuple[tuple[str, str], ...], frozenset[str], int],
+                                  dict[str, str]]:
+    """_facts() and _kinds_of() from one reading of the text. Cached: conflict checks
+    compare the same texts again on every search that shows them (texts are at most
+    MEMORY_MAX_STORE_CHARS)."""
     found: list[tuple[str, str]] = []
     subject: set[str] = set()
+    kinds: dict[str, str] = {}
     negations = 0
     matches = list(_TOKEN.finditer(text))
     lowered = [m.group().lower() for m in matches]
     for i, match in enumerate(matches):
         raw, token = match.group(), lowered[i]
+        value = _value(raw, token, lowered, i, _starts_sentence(text, match.start()))
+        if value is not None:
+            kinds[token] = "name" if value[1] == "name?" else value[1]
         if token in _NEGATIONS:
             negations += 1
             if token == "never":
                 found.append(("never", "frequency"))
             continue
-        value = _value(raw, token, lowered, i, _starts_sentence(text, match.start()))
         if value is not None:
             found.append(value)
         if (value is None or value[1] == "name?") and token not in _STOPWORDS \
                 and token not in _UNITS and token not in _UNIT_ABBREVIATIONS:
             subject.add(_stem(token))
-    return tuple(found), frozenset(subject), negations
+    return (tuple(found), frozenset(subject), negations), kinds
 
 
 def _starts_sentence(text: str, at: int) -> bool:
@@ -420,18 +430,9 @@ def _swapped_subject_word(a: str, b: str) -> bool:
     return False
 
 
-@lru_cache(maxsize=4096)
 def _kinds_of(text: str) -> dict[str, str]:
     """The kind of each token of the text that is a value (as written, lower-cased)."""
-    out = {}
-    matches = list(_TOKEN.finditer(text))
-    lowered = [m.group().lower() for m in matches]
-    for i, match in enumerate(matches):
-        value = _value(match.group(), lowered[i], lowered, i,
-                       _starts_sentence(text, match.start()))
-        if value is not None:
-            out[lowered[i]] = "name" if value[1] == "name?" else value[1]
-    return out
+    return _analysis(text)[1]
 
 
 def tag_overlap(a: list[str], b: list[str]) -> float:
