@@ -238,6 +238,16 @@ def _run(args: argparse.Namespace, settings: Settings, listener, sock: Path,
     return server.exit_code
 
 
+def _warm_mcp_sdk(server, quiet_s: float = 1.0) -> None:
+    """Import the MCP SDK (about a second of CPU) before the first editor connects, but once
+    no call has run for `quiet_s`: not over the first workspace's open, which it would slow
+    down as much. A session that comes first imports it itself."""
+    while server.activity.idle_seconds() < quiet_s and not server.stopping():
+        time.sleep(0.2)
+    if not server.stopping():
+        server.service.sessions.tools()
+
+
 def _serve(server, stores, embedder, settings: Settings, idle_exit_seconds: float,
            sock: Path) -> None:
     """Ready: start the background work and wait until the server is asked to stop."""
@@ -247,8 +257,7 @@ def _serve(server, stores, embedder, settings: Settings, idle_exit_seconds: floa
     from .upkeep import Upkeep
 
     _sd_notify("READY=1")
-    # The MCP SDK, imported now rather than when the first editor connects
-    threading.Thread(target=lambda: server.service.sessions.tools(), name="mcp-warmup",
+    threading.Thread(target=_warm_mcp_sdk, args=(server,), name="mcp-warmup",
                      daemon=True).start()
     start_housekeeping(stores, Upkeep(stores, embedder, settings),
                        settings.idle_close_minutes * 60, neighbour_floor(settings))
