@@ -246,9 +246,10 @@ def test_saved_verdicts_of_another_value_rule_are_found_again():
 
 def test_a_store_leaves_the_verdicts_of_every_row_it_entered_known(tmp_path, monkeypatch):
     """Storing memories puts them into other memories' rows; their value verdicts are
-    recorded then (once per pair, in both rows that list it), and rows an earlier write
-    forgot are found again, so a search showing any of those memories compares no texts.
-    Each verdict is the one found afresh."""
+    recorded then (once per pair, in both rows that list it), as are those of rows an
+    earlier write of another kind entered or forgot (forgotten rows are found again), so a
+    search showing any of those memories compares no texts. Each verdict is the one found
+    afresh."""
     from memnest_daemon.curation.ingest import Item, ingest
     from memnest_daemon.search.neighbour_table import DISAGREE, UNKNOWN
 
@@ -268,15 +269,11 @@ def test_a_store_leaves_the_verdicts_of_every_row_it_entered_known(tmp_path, mon
         table = store.neighbours.table
         by_id = store.catalog
         assert all(table.get(i) is not None for i in by_id)  # rows a write forgot: found again
-        unsettled: set[int] = set()
         for row in np.flatnonzero(table.known).tolist():
             for j, (other, _) in enumerate(table.get(row)):
                 if other == row:
                     continue
                 verdict = table.verdicts_of(row)[j]
-                if {row, other} & {3, 50, 90} and verdict == UNKNOWN:
-                    unsettled.add(row)  # entered rows on a write that was not a store
-                    continue
                 assert verdict != UNKNOWN, (row, other)
                 low, high = sorted((row, other))
                 assert (verdict == DISAGREE) == value_disagreement(by_id[low].content,
@@ -284,7 +281,7 @@ def test_a_store_leaves_the_verdicts_of_every_row_it_entered_known(tmp_path, mon
         checked = []
         monkeypatch.setattr("memnest_daemon.curation.conflicts.value_disagreement",
                             lambda a, b: checked.append(1) or value_disagreement(a, b))
-        shown = [m for m in store.catalog.values() if m.id not in unsettled]
+        shown = list(store.catalog.values())
         found = conflicts(store, shown, SETTINGS, str(tmp_path))
         assert checked == [] and found
     finally:

@@ -94,16 +94,17 @@ def fill_rows(store, floor: float, limit: int) -> int:
         return len(todo)
 
 
-def settle_written(store, memories: list[Memory]) -> None:
-    """After a store of `memories`: find again the rows the write forgot (up to
-    SETTLE_LOST_ROWS) and record the value verdicts of the rows they entered unjudged, so
-    that a search showing any of them compares no texts. Only where the table keeps the
-    rows (a database of one workspace); the idle filler does the rest."""
+def settle_written(store) -> None:
+    """After a store: find again the rows writes forgot (up to
+    SETTLE_LOST_ROWS) and record the value verdicts of the rows written memories entered
+    unjudged, so that a search showing any of them compares no texts. Only where the table
+    keeps the rows (a database of one workspace); the idle filler does the rest."""
     table = store.neighbours.table
     if table is None or sum(1 for n in store.per_workspace.values() if n > 0) > 1:
         return
     catalog = store.catalog
-    lost = [i for i in table.take_lost()[:SETTLE_LOST_ROWS] if i in catalog]
+    lost, entered = table.take_written()
+    lost = [i for i in lost[:SETTLE_LOST_ROWS] if i in catalog]
     vectors = [(i, store.vectors.vector(i)) for i in lost]
     vectors = [(i, v) for i, v in vectors if v is not None]
     if vectors:
@@ -111,13 +112,11 @@ def settle_written(store, memories: list[Memory]) -> None:
                                             min_score=table.floor)
         for (memory_id, _), hits in zip(vectors, nearest):
             store.neighbours.put((memory_id, ""), hits, True)
-    written = {m.id for m in memories}
-    for row in sorted(set(table.listing(written).tolist()) | {i for i, _ in vectors}):
+    for row in sorted(set(entered[:SETTLE_LOST_ROWS * KEPT]) | {i for i, _ in vectors}):
         m = catalog.get(row)
         for j, (other_id, _) in enumerate(table.get(row) or ()):
             other = catalog.get(other_id)
-            if m is not None and other is not None and \
-                    (other_id in written or row not in written):
+            if m is not None and other is not None:
                 _disagree(m, other, table, j)
 
 

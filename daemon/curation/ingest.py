@@ -92,7 +92,7 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
     for m in stored:  # worked out now, kept: a search that shows it later need not
         markers(m.content, store.screened)
     found = conflicts(store, stored, settings, workspace)
-    settle_written(store, stored)
+    settle_written(store)
     for outcome in outcomes:
         if outcome.status == "stored":
             outcome.conflicts = found.get(outcome.memory.id, [])

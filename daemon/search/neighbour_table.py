@@ -41,15 +41,17 @@ class NeighbourTable:
         # texts cost more than finding the rows, and it holds while both keep their text
         # (a new text is a new vector, which takes the memory out of every row).
         self.verdicts = np.zeros((0, KEPT), dtype=np.int8)
-        # rows a write forgot since the writer last took them (take_lost), to find again
+        # since the writer last took them (take_written): rows a write forgot, to find
+        # again, and rows a written memory entered without a verdict
         self._lost: set[int] = set()
+        self._entered: set[int] = set()
 
     def size(self) -> int:
         return int(self.known.sum())
 
     def clear(self) -> None:
         self.known[:] = False
-        self._lost = set()  # all of them: the idle filler finds them again
+        self._lost, self._entered = set(), set()  # all of them: the idle filler's work
 
     def get(self, memory_id: int) -> list[tuple[int, float]] | None:
         if not 0 < memory_id < len(self.known) or not self.known[memory_id]:
@@ -118,10 +120,13 @@ class NeighbourTable:
             self.verdicts = grown(self.verdicts, size)
             self.known = grown(self.known, size)
 
-    def take_lost(self) -> list[int]:
-        """The rows writes forgot since the last call (and not found again since)."""
-        lost, self._lost = self._lost, set()
-        return sorted(i for i in lost if 0 < i < len(self.known) and not self.known[i])
+    def take_written(self) -> tuple[list[int], list[int]]:
+        """Since the last call: the rows writes forgot (and not found again since), and the
+        known rows written memories entered."""
+        lost, entered = self._lost, self._entered
+        self._lost, self._entered = set(), set()
+        return (sorted(i for i in lost if 0 < i < len(self.known) and not self.known[i]),
+                sorted(i for i in entered if 0 < i < len(self.known) and self.known[i]))
 
     def known_at(self, ids: np.ndarray) -> np.ndarray:
         """Whether each of `ids` has a known row."""
@@ -201,7 +206,9 @@ class NeighbourTable:
         if not len(new_rows):
             return set()
         self._merge(new_rows, np.concatenate(found_ids), np.concatenate(found_sims))
-        return set(np.unique(new_rows).tolist())
+        entered = set(np.unique(new_rows).tolist())
+        self._entered |= entered
+        return entered
 
     def _merge(self, rows: np.ndarray, ids: np.ndarray, sims: np.ndarray) -> None:
         """Add (row, id, similarity) entries, each row keeping its KEPT best (ties by id)."""
