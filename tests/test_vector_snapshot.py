@@ -235,3 +235,17 @@ def test_injection_markers_are_kept_by_text_across_a_restart(tmp_path, monkeypat
         assert len(store.screened) == 0 and len(store.catalog) == 3
     finally:
         store.close()
+
+    store = _open(path)
+    try:
+        for m in store.catalog.values():
+            screening.markers(m.content, store.screened)
+    finally:
+        store.close()
+    from memnest_daemon.core import content_memo
+    monkeypatch.setattr(content_memo, "MAX_ENTRIES", 2)  # more saved than a memo may hold
+    store = _open(path)
+    try:
+        assert len(store.screened) == 0 and len(store.catalog) == 3
+    finally:
+        store.close()

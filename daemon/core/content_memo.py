@@ -50,6 +50,6 @@ class ContentMemo:
             keys, values = arrays[f"{prefix}_keys"], arrays[f"{prefix}_values"]
         except (KeyError, TypeError, ValueError):
             return cls()
-        if keys.ndim != 1 or keys.shape != values.shape:
-            return cls()
+        if keys.ndim != 1 or keys.shape != values.shape or len(keys) > MAX_ENTRIES:
+            return cls()  # not what state() writes (a planted file may hold anything)
         return cls(rule, dict(zip(keys.tolist(), values.tolist())))
