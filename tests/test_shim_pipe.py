@@ -8,6 +8,7 @@ import signal
 import socket
 import struct
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -323,3 +324,33 @@ def test_a_silent_or_half_sent_preface_holds_up_no_one(daemon):
     finally:
         for conn in stuck:
             conn.close()
+
+
+def test_sessions_past_the_limit_are_closed_as_they_open(monkeypatch):
+    """Beyond MAX_SESSIONS a connection is closed with no frame (a shim then tells its
+    editor after a few tries); the sessions already open are not disturbed."""
+    from memnest_daemon.server import session_socket
+
+    monkeypatch.setattr(session_socket, "MAX_SESSIONS", 1)
+    release = threading.Event()
+
+    def serve(frames, context, identity):
+        next(frames, None)
+        release.wait(10)
+        yield pb.SessionFrame(closing=pb.SessionClosing(reason="done"))
+
+    sockets = session_socket.SessionSockets(serve)
+    first, first_peer = socket.socketpair()
+    worker = threading.Thread(target=sockets.serve, args=(first,), daemon=True)
+    worker.start()
+    first_peer.sendall(_frame(pb.SessionFrame(start=pb.SessionStart(session_id="a"))))
+    time.sleep(0.2)
+    second, second_peer = socket.socketpair()
+    sockets.serve(second)  # refused at once, in this thread
+    second_peer.settimeout(5)
+    assert second_peer.recv(10) == b""
+    release.set()
+    worker.join(5)
+    first_peer.shutdown(socket.SHUT_WR)
+    first_peer.settimeout(5)
+    assert [f.closing.reason for f in _frames_until_closed(first_peer)] == ["done"]

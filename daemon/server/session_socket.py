@@ -19,7 +19,7 @@ from memnest_proto.contract import MAX_MESSAGE_BYTES
 
 log = logging.getLogger(__name__)
 
-MAX_SESSIONS = 512  # connections served at once; beyond, a session is told to come back
+MAX_SESSIONS = 512  # connections served at once; beyond, one is closed as it opens
 
 
 class SessionSocketClosed(Exception):
@@ -111,9 +111,8 @@ class SessionSockets:
                 self._count += 1
             number = self._count
         try:
-            if full:
-                write_frame(conn, pb.SessionFrame(closing=pb.SessionClosing(
-                    reason=f"memnestd serves {MAX_SESSIONS} MCP sessions already")))
+            if full:  # not `closing`, which a shim answers by coming back at once
+                log.warning("refused an MCP session: %d are open already", MAX_SESSIONS)
                 return
             self._serve_one(conn, f"session-{number}")
         except OSError:
