@@ -67,56 +67,58 @@ def fill_rows(store, floor: float, limit: int) -> int:
     import or an open without saved rows searches find them known. Returns how many rows
     were worked on (0: nothing left to do). Takes the read lock."""
     with store.lock.read():
-        if sum(1 for n in store.per_workspace.values() if n > 0) > 1:
+        if not _one_workspace(store):
             return 0  # shared by workspaces: entries are found per workspace when asked
         cache: NeighbourCache = store.neighbours
         cache.use_floor(floor, values.RULE)
-        table = cache.rows
         ids, _ = store.vectors.rows()
-        todo = ids[~table.known_at(ids) & (ids > 0)][:limit].tolist()
-        if todo:
-            nearest = store.vectors.search_many(
-                np.stack([store.vectors.vector(i) for i in todo]), None, KEPT,
-                min_score=floor)
-            for memory_id, hits in zip(todo, nearest):
-                cache.put((memory_id, ""), hits, True)
-        else:
-            todo = table.unsettled(limit)
-        catalog = store.catalog
-        for memory_id in todo:
-            m = catalog.get(memory_id)
-            for j, (other_id, _) in enumerate(table.get(memory_id) or ()):
-                other = catalog.get(other_id)
-                if m is None or other is None:
-                    table.record(memory_id, other_id, AGREE)  # gone: nothing to disagree with
-                else:
-                    _disagree(m, other, table, j)
+        todo = ids[~cache.rows.known_at(ids) & (ids > 0)][:limit].tolist()
+        todo = _find_rows(store, todo) if todo else cache.rows.unsettled(limit)
+        _settle_rows(store, cache.rows, todo)
         return len(todo)
 
 
 def settle_written(store) -> None:
-    """After a store: find again the rows writes forgot (up to
-    SETTLE_LOST_ROWS) and record the value verdicts of the rows written memories entered
-    unjudged, so that a search showing any of them compares no texts. Only where the table
-    keeps the rows (a database of one workspace); the idle filler does the rest."""
+    """After a store: find again the rows writes forgot (up to SETTLE_LOST_ROWS) and record
+    the value verdicts of the rows written memories entered unjudged, so that a search
+    showing any of them compares no texts. Only where the table keeps the rows (a database
+    of one workspace); the idle filler does the rest."""
     table = store.neighbours.table
-    if table is None or sum(1 for n in store.per_workspace.values() if n > 0) > 1:
+    if table is None or not _one_workspace(store):
         return
-    catalog = store.catalog
     lost, entered = table.take_written()
-    lost = [i for i in lost[:SETTLE_LOST_ROWS] if i in catalog]
-    vectors = [(i, store.vectors.vector(i)) for i in lost]
-    vectors = [(i, v) for i, v in vectors if v is not None]
-    if vectors:
-        nearest = store.vectors.search_many(np.stack([v for _, v in vectors]), None, KEPT,
-                                            min_score=table.floor)
-        for (memory_id, _), hits in zip(vectors, nearest):
-            store.neighbours.put((memory_id, ""), hits, True)
-    for row in sorted(set(entered[:SETTLE_LOST_ROWS * KEPT]) | {i for i, _ in vectors}):
+    found = _find_rows(store, [i for i in lost[:SETTLE_LOST_ROWS] if i in store.catalog])
+    _settle_rows(store, table, sorted(set(entered[:SETTLE_LOST_ROWS * KEPT]) | set(found)))
+
+
+def _one_workspace(store) -> bool:
+    """Whether the database holds one workspace, whose rows the table keeps."""
+    return sum(1 for n in store.per_workspace.values() if n > 0) <= 1
+
+
+def _find_rows(store, ids: list[int]) -> list[int]:
+    """Find and keep the whole database's rows of `ids` (one pass over the matrix); returns
+    those that have a vector, whose rows were found."""
+    embedded = [(i, v) for i, v in ((i, store.vectors.vector(i)) for i in ids) if v is not None]
+    if embedded:
+        cache: NeighbourCache = store.neighbours
+        nearest = store.vectors.search_many(np.stack([v for _, v in embedded]), None, KEPT,
+                                            min_score=cache.floor)
+        for (memory_id, _), hits in zip(embedded, nearest):
+            cache.put((memory_id, ""), hits, True)
+    return [i for i, _ in embedded]
+
+
+def _settle_rows(store, table: NeighbourTable, rows: list[int]) -> None:
+    """Record the value verdict of every entry of these rows that has none yet."""
+    catalog = store.catalog
+    for row in rows:
         m = catalog.get(row)
         for j, (other_id, _) in enumerate(table.get(row) or ()):
             other = catalog.get(other_id)
-            if m is not None and other is not None:
+            if m is None or other is None:
+                table.record(row, other_id, AGREE)  # gone: nothing to disagree with
+            else:
                 _disagree(m, other, table, j)
 
 
