@@ -1,4 +1,5 @@
 """What the daemon and its clients must agree on beyond the messages of memnest.proto."""
+import struct
 
 # The largest gRPC message either side sends or accepts (a whole export, a large import).
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -31,3 +32,26 @@ REMOTE_NEEDS_WORKSPACE = ("MEMNEST_REMOTE is set, so the workspace is a folder o
 # SessionFrames framed the same way and closes the connection when the session ends. Any
 # other first bytes are gRPC's (HTTP/2). Served from VERSION 0.3.0.
 SESSION_PREFACE = b"MEMNEST-SESSION/1\r\n"
+_FRAME_HEAD = struct.Struct(">BI")  # not compressed (0), then the length
+
+
+class FrameRefused(ValueError):
+    """A session frame neither side sends: compressed, or longer than MAX_MESSAGE_BYTES."""
+
+
+def framed(message: bytes) -> bytes:
+    """One serialized SessionFrame as it travels after SESSION_PREFACE."""
+    return _FRAME_HEAD.pack(0, len(message)) + message
+
+
+def read_framed(reader) -> bytes | None:
+    """The next serialized SessionFrame from a binary file, or None once it ends (or ends
+    inside a frame). FrameRefused for a frame neither side sends."""
+    head = reader.read(_FRAME_HEAD.size)
+    if len(head) < _FRAME_HEAD.size:
+        return None
+    compressed, size = _FRAME_HEAD.unpack(head)
+    if compressed or size > MAX_MESSAGE_BYTES:
+        raise FrameRefused("compressed" if compressed else f"{size} bytes")
+    body = reader.read(size)
+    return body if len(body) == size else None

@@ -8,13 +8,12 @@ What the daemon's frames meant when the connection ends is for the relay to work
 """
 import queue
 import socket
-import struct
 import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from memnest_proto.contract import MAX_MESSAGE_BYTES, SESSION_PREFACE
+from memnest_proto.contract import SESSION_PREFACE, framed, read_framed
 
 from .lean_call import LeanCallFailed, _bytes, _string, _varint, fields, unary
 
@@ -101,7 +100,7 @@ class LeanSession:
     def _write(self, outgoing: Iterable[bytes]) -> None:
         try:
             for message in outgoing:
-                self._sock.sendall(struct.pack(">BI", 0, len(message)) + message)
+                self._sock.sendall(framed(message))
             self._sock.shutdown(socket.SHUT_WR)  # the editor is done
         except OSError:
             self.close()
@@ -109,16 +108,7 @@ class LeanSession:
     def _read(self) -> None:
         try:
             reader = self._sock.makefile("rb")
-            while True:
-                head = reader.read(5)
-                if len(head) < 5:
-                    return
-                compressed, size = struct.unpack(">BI", head)
-                if compressed or size > MAX_MESSAGE_BYTES:
-                    return  # not what memnestd sends
-                payload = reader.read(size)
-                if len(payload) < size:
-                    return
+            while (payload := read_framed(reader)) is not None:  # FrameRefused: not ours
                 frame = read_frame(payload)
                 if frame is not None:
                     self._incoming.put(frame)

@@ -9,13 +9,12 @@ the peer's uid and read the preface when it hands a connection over.
 """
 import logging
 import socket
-import struct
 import threading
 from collections.abc import Callable, Iterator
 
 from google.protobuf.message import DecodeError
 from memnest_proto import memnest_pb2 as pb
-from memnest_proto.contract import MAX_MESSAGE_BYTES
+from memnest_proto.contract import FrameRefused, framed, read_framed
 
 log = logging.getLogger(__name__)
 
@@ -65,23 +64,14 @@ def read_frames(conn: socket.socket) -> Iterator[pb.SessionFrame]:
     """The SessionFrames a shim sends, until it stops writing, breaks a frame or goes."""
     reader = conn.makefile("rb")
     try:
-        while True:
-            head = reader.read(5)
-            if len(head) < 5:
-                return
-            compressed, size = struct.unpack(">BI", head)
-            if compressed or size > MAX_MESSAGE_BYTES:
-                log.info("session frame refused: %s", "compressed" if compressed
-                         else f"{size} bytes")
-                return
-            body = reader.read(size)
-            if len(body) < size:
-                return
+        while (body := read_framed(reader)) is not None:
             try:
                 yield pb.SessionFrame.FromString(body)
             except DecodeError:
                 log.info("session frame refused: not a SessionFrame")
                 return
+    except FrameRefused as exc:
+        log.info("session frame refused: %s", exc)
     except OSError:
         return
     finally:
@@ -89,8 +79,7 @@ def read_frames(conn: socket.socket) -> Iterator[pb.SessionFrame]:
 
 
 def write_frame(conn: socket.socket, frame: pb.SessionFrame) -> None:
-    data = frame.SerializeToString()
-    conn.sendall(struct.pack(">BI", 0, len(data)) + data)
+    conn.sendall(framed(frame.SerializeToString()))
 
 
 class SessionSockets:
