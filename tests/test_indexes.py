@@ -157,15 +157,16 @@ def test_a_mid_sized_index_bounds_only_searches_with_a_floor(monkeypatch):
     assert index._bound is not None
     assert not index.bounded() and index.bounded(0.5)
     assert index.scores(vectors[0])._all is not None  # a query reads every row
-    queries = unit(10)
-    full = (index._matrix[:600] @ queries.T).T
-    for floor in (0.3, 0.6, 0.9):
-        got = index.search_many(queries, None, 11, min_score=floor)
-        for row, hits in zip(full, got):
-            best = np.flatnonzero(row >= floor)
-            best = best[np.lexsort((best, -row[best]))][:11]
-            assert [n for n, _ in hits] == (best + 1).tolist()
-            assert np.allclose([s for _, s in hits], row[best], atol=1e-5)
+    # a few queries and many (row_bound.MANY_QUERIES: the bounds are laid out another way)
+    for queries in (unit(10), unit(row_bound.MANY_QUERIES + 24)):
+        full = (index._matrix[:600] @ queries.T).T
+        for floor in (0.3, 0.6, 0.9):
+            got = index.search_many(queries, None, 11, min_score=floor)
+            for row, hits in zip(full, got):
+                best = np.flatnonzero(row >= floor)
+                best = best[np.lexsort((best, -row[best]))][:11]
+                assert [n for n, _ in hits] == (best + 1).tolist()
+                assert np.allclose([s for _, s in hits], row[best], atol=1e-5)
 
 
 def test_the_bound_grows_by_steps_not_by_row(monkeypatch):

@@ -23,6 +23,7 @@ DIMS = 96
 SAMPLE_ROWS = 4096
 # float32 rounding in the two products: a bound must never fall below the score it bounds
 SLACK = 1e-3
+MANY_QUERIES = 16  # from here the queries x rows product is laid out without a copy
 
 
 class RowBound:
@@ -55,9 +56,15 @@ class RowBound:
     def bounds(self, queries: np.ndarray, rows: int) -> np.ndarray:
         """(len(queries), rows): at least the dot product of each query with each of the
         first `rows` rows."""
-        # rows x queries is the fast product (a long matrix times a thin one); each query's
-        # bounds are then read row by row, so they are laid out that way
-        out = np.ascontiguousarray(
-            (self.low[:rows] @ self._split(np.asarray(queries, dtype=np.float32)).T).T)
+        split = self._split(np.asarray(queries, dtype=np.float32))
+        if len(split) < MANY_QUERIES:
+            # rows x queries is the fast product for a few queries (a long matrix times a
+            # thin one); each query's bounds are then read row by row, so they are laid out
+            # that way
+            out = np.ascontiguousarray((self.low[:rows] @ split.T).T)
+        else:
+            # for many (the idle filler's rows), that layout's copy cost more than the
+            # product: 1,024 queries at 100k rows 2.4 s against 0.3 s
+            out = split @ self.low[:rows].T
         out += SLACK
         return out
