@@ -320,7 +320,7 @@ def main() -> int:
                         help="keep the ingested workspaces here and reuse them next time")
     parser.add_argument("--no-loo", dest="loo", action="store_false",
                         help="skip choosing context ranking's constants leave-one-"
-                             "conversation-out (in process after the daemon run, ~4 min)")
+                             "conversation-out (in process after the daemon run, ~12 min)")
     parser.add_argument("--json", action="store_true", help="also print a JSON summary")
     args = parser.parse_args()
 

@@ -26,6 +26,7 @@ GRID: dict[str, tuple] = {
     "vector": (0.5, 0.65, 0.8),  # keyword takes the rest
     "tag": (0.04, 0.08, 0.12),
     "coverage": (0.2, 0.35),
+    "form": ((0.0, 0.0), (0.1, 0.08), (0.15, 0.08)),  # (length, question); off first
 }
 
 
@@ -34,6 +35,7 @@ def grid_points() -> list[ContextTuning]:
     for values in itertools.product(*GRID.values()):
         chosen = dict(zip(GRID, values))
         chosen["keyword"] = round(1.0 - chosen["vector"], 6)
+        chosen["length"], chosen["question"] = chosen.pop("form")
         points.append(replace(DEFAULT_TUNING, **chosen))
     if DEFAULT_TUNING not in points:
         points.append(DEFAULT_TUNING)
@@ -42,7 +44,8 @@ def grid_points() -> list[ContextTuning]:
 
 def label(tuning: ContextTuning) -> str:
     changed = {k: v for k, v in asdict(tuning).items()
-               if v != getattr(ContextTuning(), k) or k in GRID}
+               if v != getattr(ContextTuning(), k) or k in GRID
+               or k in ("length", "question")}
     return " ".join(f"{k}={v}" for k, v in changed.items() if k != "keyword")
 
 

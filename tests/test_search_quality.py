@@ -152,6 +152,29 @@ def test_a_named_tag_gives_a_small_lift():
     assert ranked[2].parts["tag"] == search.TAG_BOOST and "tag" not in ranked[1].parts
 
 
+def test_a_memory_s_form_nudges_its_own_score_within_bounds():
+    """A question is not an answer, and a longer memory holds more facts, up to the cap: the
+    form part ranks the statement above the question that shares its words, keeps the
+    candidates' median at 0 (the recall hook's floor compares scores), and cannot grow
+    with a memory's length past the cap, however long a stored text is."""
+    tuning = search.DEFAULT_TUNING
+    huge = "billing " * 200_000  # a hostile or pasted text: counted, never parsed
+    memories = [_memory(1, "Which database does billing use?"),
+                _memory(2, "Billing uses the Postgres database in eu-west.", minutes=120),
+                _memory(3, "Billing database " + huge, minutes=240),
+                _memory(4, "Billing database " + "x " * 60, minutes=360)]
+    vectors = {1: _unit(5), 2: _unit(5), 3: _unit(5), 4: _unit(5)}  # equally near
+    ranked = {r.memory.id: r for r in _rank(_store(memories, vectors), "billing database",
+                                            vector=_unit(5))}
+    form = {i: r.parts["form"] for i, r in ranked.items()}
+    assert form[2] - form[1] == pytest.approx(tuning.question, abs=0.05)
+    assert form[3] == pytest.approx(form[4])  # both past the cap
+    assert sorted(form.values())[1] <= 0.0 <= sorted(form.values())[2]  # median at 0
+    spread = tuning.length * np.log1p(tuning.length_cap) + tuning.question
+    assert max(form.values()) - min(form.values()) <= spread
+    assert ranked[2].score > ranked[1].score
+
+
 def test_filters_still_apply_to_neighbours():
     memories = [_memory(1, "Concert for the birthday"),
                 _memory(2, "Matt Patterson sang", minutes=0.1)]
@@ -282,6 +305,9 @@ def _reference_ranking(store, query: str, vector, flt) -> list[tuple[int, float,
             if other not in candidates and flt.admits(catalog[other]):
                 candidates.append(other)
     now = search.utcnow()
+    tuning = search.DEFAULT_TUNING
+    words = {i: min(catalog[i].content.count(" ") + 1, tuning.length_cap) for i in candidates}
+    middle = float(np.median(list(words.values())))
     out = []
     for i in candidates:
         score, parts = base(i)
@@ -289,8 +315,10 @@ def _reference_ranking(store, query: str, vector, flt) -> list[tuple[int, float,
                             for d, o in window(i)])
         m = catalog[i]
         extra = {"importance": search.IMPORTANCE_WEIGHT * (m.importance - 1) / 4,
-                 "recency": search.RECENCY_WEIGHT * search._recency(m, now)}
-        out.append((i, score + lift + extra["importance"] + extra["recency"],
+                 "recency": search.RECENCY_WEIGHT * search._recency(m, now),
+                 "form": tuning.length * (np.log1p(words[i]) - np.log1p(middle))
+                 - tuning.question * ("?" in m.content)}
+        out.append((i, score + lift + extra["importance"] + extra["recency"] + extra["form"],
                     {**parts, "context": lift, **extra}))
     return sorted(out, key=lambda r: (-r[1], -r[0]))
 

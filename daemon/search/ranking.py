@@ -10,7 +10,10 @@ importance. Three fusion modes (MEMORY_FUSION):
   neighbour's score. Neighbours are the memories stored just before and after it in the same
   workspace (two each way), each within an hour of the next: memories written together (the
   turns of a conversation, the notes of one session) explain each other, and the answer to a
-  question is often next to the memory that shares its words.
+  question is often next to the memory that shares its words. Last, a memory's own form
+  nudges its own score (not what its neighbours take from it): up with its length, up to a
+  cap (a longer memory holds more facts), down when it asks ('?': a question is not an
+  answer).
 - legacy: raw cosine plus BM25 divided by the best BM25 of the query; scores keep meaning
   (a weak match scores low whatever its rank).
 - rrf: reciprocal rank fusion, (K+1)/(K+rank) per channel; only each channel's ordering
@@ -400,14 +403,31 @@ def rank_context(store, q: QueryAnalysis, query_vector, flt: SearchFilter,
         ((now - m.updated_at).total_seconds() for m in candidates), dtype=np.float64,
         count=n) / 86400.0)
     recency = RECENCY_WEIGHT * np.power(0.5, age_days / RECENCY_HALF_LIFE_DAYS)
-    scores = (totals[own] + lifts + importance + recency).tolist()
+    form = _form(candidates, tuning)
+    scores = (totals[own] + lifts + importance + recency + form).tolist()
     columns = {name: values[own] for name, values in parts.items()}
-    columns.update(context=lifts, importance=importance, recency=recency)
+    columns.update(context=lifts, importance=importance, recency=recency, form=form)
     explain = partial(_parts_of, columns)
     ranked = [Ranked(m, score, explain=partial(explain, j))
               for j, (m, score) in enumerate(zip(candidates, scores))]
     ranked.sort(key=lambda r: (-r.score, -r.memory.id))
     return ranked
+
+
+def _form(candidates: list[Memory], tuning: ContextTuning) -> np.ndarray:
+    """Each candidate's own form: tuning.length times the log of its words (spaces + 1: a
+    count, not a parse), capped at tuning.length_cap words and taken relative to the
+    candidates' median, less tuning.question when it contains '?'. The cap bounds what
+    length alone can do; the median keeps the page's scores at their level, so the recall
+    hook's floor keeps its meaning (a shift shared by every candidate orders nothing)."""
+    n = len(candidates)
+    if n == 0 or (tuning.length == 0 and tuning.question == 0):
+        return np.zeros(n, dtype=np.float64)
+    words = np.minimum(np.fromiter((m.content.count(" ") + 1 for m in candidates),
+                                   dtype=np.float64, count=n), tuning.length_cap)
+    size = np.log1p(words) - math.log1p(float(np.median(words)))
+    asks = np.fromiter(("?" in m.content for m in candidates), dtype=np.float64, count=n)
+    return tuning.length * size - tuning.question * asks
 
 
 def _parts_of(columns: dict[str, np.ndarray], j: int) -> dict:

@@ -13,6 +13,9 @@ class ContextTuning:
     tag: float = 0.08        # the query names one of the memory's tags
     neighbours: tuple[float, float] = (0.6, 0.4)  # share of the best neighbour's score, d=1,2
     centre: bool = True      # cosine after removing the corpus mean (indexes.Scores.centred)
+    length: float = 0.1      # times log(1 + words), relative to the candidates' median
+    length_cap: int = 48     # words counted at most
+    question: float = 0.08   # taken off a memory that asks ('?'): a question is not an answer
 
 
 DEFAULT_TUNING = ContextTuning()
