@@ -286,3 +286,33 @@ def test_a_store_leaves_the_verdicts_of_every_row_it_entered_known(tmp_path, mon
         assert checked == [] and found
     finally:
         store.close()
+
+
+def test_the_graph_answers_pair_and_supersession_questions_as_its_edges_say():
+    """Flags ask which edges join each pair they show, and ranking which candidates are
+    superseded: both are answered from indexes the graph keeps, equal to a scan of the
+    edges through additions, removals and forgotten memories."""
+    import random
+
+    from memnest_daemon.store.graph import Graph
+
+    rng = random.Random(3)
+    graph = Graph([], [])
+    for _ in range(300):
+        a, b = rng.randint(1, 25), rng.randint(1, 25)
+        rel = rng.choice(["SUPERSEDES", "RELATED_TO", "CAUSED_BY"])
+        step = rng.random()
+        if step < 0.6:
+            graph.add(rel, a, b)
+        elif step < 0.9:
+            graph.remove(rel, a, b)
+        else:
+            graph.forget([a])
+        for x in range(1, 26):
+            y = rng.randint(1, 25)
+            assert graph.between(x, y) == \
+                sorted(e for e in graph.edges if {e[1], e[2]} == {x, y})
+            assert graph.superseded_by(x) == \
+                sorted(f for r, f, t in graph.edges if r == "SUPERSEDES" and t == x)
+        ids = rng.sample(range(1, 26), 5)
+        assert graph.any_superseded(ids) == any(graph.superseded_by(i) for i in ids)

@@ -1,11 +1,13 @@
 """The arrays context ranking reads instead of walking memories one by one: the timeline of
-who was stored next to whom, and the table of each memory's index terms. Each is checked
-against the plain definition under random additions, changes and removals."""
+who was stored next to whom, the table of each memory's index terms, and the columns of
+what ranking reads of each memory. Each is checked against the plain definition under
+random additions, changes and removals."""
 import random
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 
 import numpy as np
+from memnest_daemon.search.memory_columns import MemoryColumns
 from memnest_daemon.search.term_table import TermTable
 from memnest_daemon.search.timeline import Timeline
 
@@ -67,6 +69,37 @@ def test_timeline_ignores_ids_that_are_not_ids():
     timeline = Timeline.of([SimpleNamespace(id=i, created_at=T0, workspace="/a")
                             for i in (-3, 0, 1, 2)])
     assert timeline.neighbours(1, HOUR_US)[1:3].tolist() == [[0, 2], [1, 0]]
+
+
+def test_memory_columns_follow_the_memories_through_changes():
+    rng = random.Random(5)
+    huge = "word " * 300_000  # a pasted text: counted, never parsed
+    texts = ["short", "what changed?", "a b c d e f g", huge, "no? yes? maybe"]
+    columns, memories = MemoryColumns(), {}
+    for round_ in range(200):
+        if memories and rng.random() < 0.3:
+            gone = rng.sample(sorted(memories), k=min(len(memories), rng.randint(1, 3)))
+            for memory_id in gone:
+                del memories[memory_id]
+            columns.remove_many(gone + [0, -1, 10**6])  # not ids, or ids never seen
+        batch = [SimpleNamespace(id=rng.randint(1, 400), importance=rng.randint(1, 5),
+                                 updated_at=T0 + timedelta(minutes=rng.randint(0, 10**5)),
+                                 content=rng.choice(texts),
+                                 tags=rng.choice([[], ["x"], ["x", "y"]]))
+                 for _ in range(rng.randint(1, 6))]
+        columns.put_many(batch + [SimpleNamespace(id=0, importance=9)])
+        memories.update({m.id: m for m in batch})
+        assert columns.differences(memories) == []
+        for memory_id, m in memories.items():
+            assert columns.words[memory_id] == m.content.count(" ") + 1
+            assert columns.asks[memory_id] == ("?" in m.content)
+            assert columns.tagged[memory_id] == bool(m.tags)
+            assert columns.importance[memory_id] == m.importance
+            assert columns.updated_us[memory_id] == \
+                (m.updated_at - datetime(1970, 1, 1)) // timedelta(microseconds=1)
+    columns.importance[next(iter(memories))] += 1
+    assert columns.differences(memories) == ["importance"]
+    assert not columns.present[0]
 
 
 def test_term_table_answers_as_sets_would_through_changes_and_compaction():

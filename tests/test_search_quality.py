@@ -12,6 +12,7 @@ from memnest_daemon.core.config import FUSION_MODES, Settings
 from memnest_daemon.search.indexes import KeywordIndex, VectorIndex
 from memnest_daemon.search.query_analysis import STOPWORDS, analyse, keyword_terms
 from memnest_daemon.core.records import Memory, content_hash
+from memnest_daemon.search.memory_columns import MemoryColumns
 from memnest_daemon.search.timeline import Timeline
 
 T0 = datetime(2025, 3, 1, 12, 0, 0)
@@ -80,6 +81,7 @@ def _unit(seed: int) -> np.ndarray:
 def _store(memories, vectors=None):
     store = SimpleNamespace(catalog={m.id: m for m in memories}, vectors=VectorIndex(DIM),
                             keywords=KeywordIndex(), timeline=Timeline.of(memories),
+                            columns=MemoryColumns.of(memories),
                             per_workspace=Counter(m.workspace for m in memories),
                             version=0, scopes=(-1, {}))
     for m in memories:

@@ -69,12 +69,14 @@ def test_each_kind_of_damage_is_found_and_repaired(tmp_path):
         store.keywords.remove_many([4])
         store.vectors.upsert(5, _vector(500))  # another vector than the database holds
         store.catalog[1] = store.catalog[1].copy(importance=5)
+        store.columns.words[3] = 999  # ranking would read another length than the text's
         report = verify(store)
         assert not report["healthy"]
         assert {"tags_differ_from_topics", "orphan_topics", "graph_signal_of_deleted_memories",
                 "verdicts_of_deleted_memories", "next_id_behind",
                 "content_differs_from_its_hash", "missing_from_keyword_index",
-                "vector_differs", "catalog_differs"} <= _kinds(report), _kinds(report)
+                "vector_differs", "catalog_differs", "ranking_columns_differ"} <= \
+            _kinds(report), _kinds(report)
         quick = verify(store, quick=True)
         assert "vector_differs" not in _kinds(quick)  # quick reads no embedding
 

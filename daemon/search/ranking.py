@@ -31,6 +31,7 @@ import numpy as np
 from ..core.growable import grown
 from ..core.records import Memory, utcnow
 from .query_analysis import QueryAnalysis, analyse
+from .timeline import all_microseconds
 from .tuning import DEFAULT_TUNING, ContextTuning
 
 DEFAULT_FUSION = "context"
@@ -198,6 +199,8 @@ def demote(ranked: list, factors: dict[int, float], part: str) -> list:
 def demote_superseded(graph, ranked: list) -> list:
     """A memory another one supersedes ranks at half its score, unless the two are caught
     in a SUPERSEDES cycle: then nobody knows which is current, and none is demoted."""
+    if not graph.any_superseded(r.memory.id for r in ranked):
+        return ranked
     factors = {r.memory.id: SUPERSEDED_FACTOR for r in ranked
                if graph.superseded_by(r.memory.id) and not graph.supersession_cycle(r.memory.id)}
     return demote(ranked, factors, "superseded") if factors else ranked
@@ -234,6 +237,7 @@ def scope_ids(store, flt: SearchFilter) -> frozenset[int] | None:
 
 REACH = len(NEIGHBOUR_WEIGHTS)
 _WINDOW_US = int(NEIGHBOUR_WINDOW_S * 1_000_000)
+_DAY_US = 86_400_000_000.0
 _TERMS_PER_PASS = 64  # TermTable.bits gives one bit per term in a uint64
 
 
@@ -339,7 +343,9 @@ class _Evidence:
     def _names_a_tag(self, ids: np.ndarray) -> np.ndarray:
         catalog, named = self.store.catalog, self.tag_named
         out = np.zeros(len(ids), dtype=bool)
-        for i, memory_id in enumerate(ids.tolist()):
+        tagged = self.store.columns.tagged
+        have = tagged[np.where(ids < len(tagged), ids, 0)]
+        for i, memory_id in zip(np.flatnonzero(have).tolist(), ids[have].tolist()):
             m = catalog.get(memory_id)
             for tag in (m.tags if m is not None else ()):
                 hit = named.get(tag)
@@ -365,9 +371,11 @@ def rank_context(store, q: QueryAnalysis, query_vector, flt: SearchFilter,
     keyword_hits = [(i, s) for i, s in found if allowed is None or i in allowed]
     best = max((s for _, s in keyword_hits), default=0.0)
     keyword = {i: s / best for i, s in keyword_hits} if best > 0 else {}
-    candidates = [catalog[i] for i in dict.fromkeys([i for i, _ in vector_hits] +
-                                                    [i for i, _ in keyword_hits])
-                  if i in catalog and flt.admits(catalog[i])]
+    found_ids = [i for i in dict.fromkeys([i for i, _ in vector_hits] +
+                                          [i for i, _ in keyword_hits]) if i in catalog]
+    # no scope: the filter admits every memory, and need not be asked about each
+    candidates = [catalog[i] for i in found_ids] if allowed is None else \
+        [catalog[i] for i in found_ids if flt.admits(catalog[i])]
     evidence = _Evidence(store, q, scores, keyword, tuning)
 
     # A memory next to a strong match may match nothing itself: it is a candidate too.
@@ -378,7 +386,8 @@ def rank_context(store, q: QueryAnalysis, query_vector, flt: SearchFilter,
     matched = len(candidates)
     for other_id in evidence.window(strongest).ravel().tolist():
         other = catalog.get(other_id) if other_id else None
-        if other is not None and other_id not in seen_ids and flt.admits(other):
+        if other is not None and other_id not in seen_ids and \
+                (allowed is None or flt.admits(other)):
             seen_ids.add(other_id)
             candidates.append(other)
     if census is not None:
@@ -389,45 +398,40 @@ def rank_context(store, q: QueryAnalysis, query_vector, flt: SearchFilter,
     # Each candidate's evidence, plus a share of its best neighbour's.
     ids = np.array([m.id for m in candidates], dtype=np.int64)
     window = evidence.window(ids)
-    involved = np.unique(np.concatenate([ids, window.ravel()]))
-    totals, parts = evidence.base(involved)
-    own = np.searchsorted(involved, ids)
-    shares = np.where(window > 0,
-                      evidence.column_weights * totals[np.searchsorted(involved, window)], 0.0)
+    n = len(ids)
+    both, parts = evidence.base(np.concatenate([ids, window.ravel()]))
+    totals, around = both[:n], both[n:].reshape(window.shape)
+    shares = np.where(window > 0, evidence.column_weights * around, 0.0)
     lifts = np.maximum(0.0, shares.max(axis=1, initial=0.0))
-    n = len(candidates)
-    now = utcnow()
-    importance = IMPORTANCE_WEIGHT * (np.fromiter(
-        (m.importance for m in candidates), dtype=np.float64, count=n) - 1) / 4
-    age_days = np.maximum(0.0, np.fromiter(
-        ((now - m.updated_at).total_seconds() for m in candidates), dtype=np.float64,
-        count=n) / 86400.0)
+    kept = store.columns
+    importance = IMPORTANCE_WEIGHT * (kept.importance[ids].astype(np.float64) - 1) / 4
+    now_us = all_microseconds([utcnow()])[0]
+    age_days = np.maximum(0.0, (now_us - kept.updated_us[ids]) / _DAY_US)
     recency = RECENCY_WEIGHT * np.power(0.5, age_days / RECENCY_HALF_LIFE_DAYS)
-    form = _form(candidates, tuning)
-    scores = (totals[own] + lifts + importance + recency + form).tolist()
-    columns = {name: values[own] for name, values in parts.items()}
+    form = _form(kept.words[ids], kept.asks[ids], tuning)
+    scores = totals + lifts + importance + recency + form
+    columns = {name: values[:n] for name, values in parts.items()}
     columns.update(context=lifts, importance=importance, recency=recency, form=form)
-    explain = partial(_parts_of, columns)
-    ranked = [Ranked(m, score, explain=partial(explain, j))
-              for j, (m, score) in enumerate(zip(candidates, scores))]
-    ranked.sort(key=lambda r: (-r.score, -r.memory.id))
-    return ranked
+    # best first, ties by the newer id: one sort of the arrays, not of Ranked objects
+    order = np.lexsort((-ids, -scores)).tolist()
+    listed = scores.tolist()
+    return [Ranked(candidates[j], listed[j], explain=partial(_parts_of, columns, j))
+            for j in order]
 
 
-def _form(candidates: list[Memory], tuning: ContextTuning) -> np.ndarray:
-    """Each candidate's own form: tuning.length times the log of its words (spaces + 1: a
-    count, not a parse), capped at tuning.length_cap words and taken relative to the
-    candidates' median, less tuning.question when it contains '?'. The cap bounds what
-    length alone can do; the median keeps the page's scores at their level, so the recall
-    hook's floor keeps its meaning (a shift shared by every candidate orders nothing)."""
-    n = len(candidates)
+def _form(words: np.ndarray, asks: np.ndarray, tuning: ContextTuning) -> np.ndarray:
+    """Each candidate's own form, from its length in words (memory_columns.words) and
+    whether it contains '?': tuning.length times the log of its words, capped at
+    tuning.length_cap words and taken relative to the candidates' median, less
+    tuning.question when it asks. The cap bounds what length alone can do; the median keeps
+    the page's scores at their level, so the recall hook's floor keeps its meaning (a shift
+    shared by every candidate orders nothing)."""
+    n = len(words)
     if n == 0 or (tuning.length == 0 and tuning.question == 0):
         return np.zeros(n, dtype=np.float64)
-    words = np.minimum(np.fromiter((m.content.count(" ") + 1 for m in candidates),
-                                   dtype=np.float64, count=n), tuning.length_cap)
-    size = np.log1p(words) - math.log1p(float(np.median(words)))
-    asks = np.fromiter(("?" in m.content for m in candidates), dtype=np.float64, count=n)
-    return tuning.length * size - tuning.question * asks
+    capped = np.minimum(words.astype(np.float64), tuning.length_cap)
+    size = np.log1p(capped) - math.log1p(float(np.median(capped)))
+    return tuning.length * size - tuning.question * asks.astype(np.float64)
 
 
 def _parts_of(columns: dict[str, np.ndarray], j: int) -> dict:

@@ -18,7 +18,7 @@ _EPOCH = datetime(1970, 1, 1)
 _MICROSECOND = timedelta(microseconds=1)
 
 
-def _all_microseconds(times: list[datetime]) -> np.ndarray:
+def all_microseconds(times: list[datetime]) -> np.ndarray:
     """Exact integer microseconds since 1970 (float seconds lose the last digit). Stored
     times are naive UTC. (Faster than numpy's own conversion of datetime objects.)"""
     return np.fromiter(((at.replace(tzinfo=None) - _EPOCH) // _MICROSECOND for at in times),
@@ -50,7 +50,7 @@ class Timeline:
         codes = self._codes
         workspace = np.fromiter((codes.setdefault(m.workspace, len(codes)) for m in memories),
                                 dtype=np.int32, count=len(memories))
-        created = _all_microseconds([m.created_at for m in memories])
+        created = all_microseconds([m.created_at for m in memories])
         if (self._workspace[ids] != workspace).any() or (self._created[ids] != created).any():
             self._workspace[ids], self._created[ids] = workspace, created
             self._changed = True

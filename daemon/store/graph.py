@@ -13,6 +13,7 @@ class Graph:
         self.separate: set[tuple[int, int]] = {pair(a, b) for a, b in verdicts}
         self._cycles: dict[int, list[int]] | None = None
         self._superseders: dict[int, list[int]] | None = None
+        self._by_pair: dict[tuple[int, int], list[tuple[str, int, int]]] | None = None
         self.version = 0  # bumped by every change
 
     # -- changes (write lock held) -------------------------------------------------------
@@ -37,13 +38,18 @@ class Graph:
         self._changed()
 
     def _changed(self) -> None:
-        self._cycles = self._superseders = None
+        self._cycles = self._superseders = self._by_pair = None
         self.version += 1
 
     # -- questions -----------------------------------------------------------------------
 
     def between(self, a: int, b: int) -> list[tuple[str, int, int]]:
-        return sorted(e for e in self.edges if {e[1], e[2]} == {a, b})
+        if self._by_pair is None:  # conflict flags ask this of every pair they show
+            index: dict[tuple[int, int], list[tuple[str, int, int]]] = defaultdict(list)
+            for edge in sorted(self.edges):
+                index[pair(edge[1], edge[2])].append(edge)
+            self._by_pair = dict(index)
+        return list(self._by_pair.get(pair(a, b), ()))
 
     def of(self, memory_id: int) -> list[dict]:
         return [{"type": rel, "from_id": a, "to_id": b} for rel, a, b in sorted(self.edges)
@@ -57,13 +63,22 @@ class Graph:
                       if memory_id in (a, b))
 
     def superseded_by(self, memory_id: int) -> list[int]:
-        if self._superseders is None:  # searches ask this of every candidate
+        return list(self._superseded().get(memory_id, ()))
+
+    def any_superseded(self, ids) -> bool:
+        """Whether any of `ids` is superseded (searches ask this of every candidate)."""
+        superseded = self._superseded()
+        return bool(superseded) and any(i in superseded for i in ids)
+
+    def _superseded(self) -> dict[int, list[int]]:
+        """The memories that supersede each superseded memory."""
+        if self._superseders is None:
             index: dict[int, list[int]] = defaultdict(list)
             for rel, a, b in sorted(self.edges):
                 if rel == "SUPERSEDES":
                     index[b].append(a)
             self._superseders = dict(index)
-        return list(self._superseders.get(memory_id, ()))
+        return self._superseders
 
     def supersedes(self, memory_id: int) -> list[int]:
         return sorted(b for rel, a, b in self.edges if rel == "SUPERSEDES" and a == memory_id)

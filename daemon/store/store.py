@@ -19,6 +19,7 @@ from ..core.content_memo import ContentMemo
 from ..core.records import Memory, utcnow
 from ..core.rwlock import RWLock
 from ..search.indexes import KeywordIndex, VectorIndex, keyword_text
+from ..search.memory_columns import MemoryColumns
 from ..search.neighbour_table import NeighbourTable
 from ..search.timeline import Timeline
 from ..storage import vector_snapshot
@@ -84,6 +85,7 @@ class MemoryStore:
             snapshot.screened is not None else ContentMemo()
         self.per_workspace = Counter(m.workspace for m in memories)
         self.timeline = Timeline.of(memories)
+        self.columns = MemoryColumns.of(memories)
         self._by_hash = {(m.workspace, m.content_hash): m.id for m in memories}
         self.vectors.load(embedded_ids, matrix)
         self.keywords.upsert_many(memories, None if snapshot is None else snapshot.terms_for)
@@ -295,6 +297,7 @@ class MemoryStore:
         for memory_id, vector in embeddings.items():
             self.vectors.upsert(memory_id, vector)
         self.timeline.put_many(memories)
+        self.columns.put_many(memories)
         self.keywords.upsert_many(memories)
         self.neighbours.forget(self, [m.id for m in memories], [], list(embeddings))
 
@@ -311,6 +314,7 @@ class MemoryStore:
             if self._by_hash.get((old.workspace, old.content_hash)) == memory_id:
                 del self._by_hash[(old.workspace, old.content_hash)]
         self.timeline.remove_many(ids)
+        self.columns.remove_many(ids)
         self.keywords.remove_many(ids)
         self.neighbours.forget(self, [], list(ids))
 

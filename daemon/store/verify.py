@@ -1,11 +1,12 @@
 """memory_verify / `memnest-ctl verify`: a database compared with everything derived from it.
 
 The database is the durable truth (DESIGN.md); the catalog, the vector and keyword indexes,
-the graph mirror, the timeline, the conflict neighbour table, the vector snapshot beside the
-file and the journal of deferred rows are all derived from it, and must agree with it. Each
-disagreement is one Finding. A repair fixes the database from what it holds itself
-(integrity.py: tags from topics, orphans, the next id), then rebuilds every derived structure
-from it, and checks again: what is still wrong is reported as not repairable.
+the graph mirror, the timeline, ranking's columns, the conflict neighbour table, the vector
+snapshot beside the file and the journal of deferred rows are all derived from it, and must
+agree with it. Each disagreement is one Finding. A repair fixes the database from what it
+holds itself (integrity.py: tags from topics, orphans, the next id), then rebuilds every
+derived structure from it, and checks again: what is still wrong is reported as not
+repairable.
 """
 import logging
 import time
@@ -224,6 +225,11 @@ def _bookkeeping_findings(store, rows: dict) -> list[Finding]:
         found.append(Finding("dedup_table_differs",
                              "the table exact duplicates are found by differs from the "
                              "database"))
+    differing = store.columns.differences(store.catalog)
+    if differing:
+        found.append(Finding("ranking_columns_differ",
+                             "what ranking reads of each memory differs from the memories "
+                             f"({', '.join(differing)})"))
     return found
 
 
