@@ -8,6 +8,8 @@ pass"). Here they are one gather each. The write path keeps them (store.py: `_in
 `_unindexed`); Memory objects are never changed in place once stored, so a write is the only
 way any of them can change. Id 0 is never a memory's id: its slots stay empty.
 """
+from operator import attrgetter
+
 import numpy as np
 
 from ..core.growable import grown
@@ -48,11 +50,11 @@ class MemoryColumns:
         n = len(memories)
         ids = np.fromiter((m.id for m in memories), dtype=np.int64, count=n)
         self._grow(int(ids.max()) + 1)
-        self.importance[ids] = np.fromiter((m.importance for m in memories), dtype=np.int8,
-                                           count=n)
-        self.updated_us[ids] = all_microseconds([m.updated_at for m in memories])
-        self.words[ids] = np.fromiter((words(m.content) for m in memories), dtype=np.int32,
-                                      count=n)
+        self.importance[ids] = np.fromiter(map(attrgetter("importance"), memories),
+                                           dtype=np.int8, count=n)
+        self.updated_us[ids] = all_microseconds(list(map(attrgetter("updated_at"), memories)))
+        self.words[ids] = np.fromiter(map(words, map(attrgetter("content"), memories)),
+                                      dtype=np.int32, count=n)
         self.asks[ids] = np.fromiter(("?" in m.content for m in memories), dtype=bool, count=n)
         self.tagged[ids] = np.fromiter((bool(m.tags) for m in memories), dtype=bool, count=n)
         self.present[ids] = True

@@ -20,9 +20,10 @@ _MICROSECOND = timedelta(microseconds=1)
 
 def all_microseconds(times: list[datetime]) -> np.ndarray:
     """Exact integer microseconds since 1970 (float seconds lose the last digit). Stored
-    times are naive UTC. (Faster than numpy's own conversion of datetime objects.)"""
-    return np.fromiter(((at.replace(tzinfo=None) - _EPOCH) // _MICROSECOND for at in times),
-                       dtype=np.int64, count=len(times))
+    times are naive UTC (an aware one counts by its clock time). Faster than numpy's
+    conversion of datetime objects; replace() only where needed (it cost three quarters)."""
+    return np.fromiter((((at if at.tzinfo is None else at.replace(tzinfo=None)) - _EPOCH)
+                        // _MICROSECOND for at in times), dtype=np.int64, count=len(times))
 
 
 class Timeline:

@@ -59,8 +59,9 @@ class MemoryStore:
         # shared memories' files there
         self.after_commit: list = []
         self._load()
-        log.info("opened %s: %d memories in %.2fs", db_path, len(self.catalog),
-                 time.monotonic() - started)
+        log.info("opened %s: %d memories in %.2fs (%d embeddings read from the database)",
+                 db_path, len(self.catalog),
+                 time.monotonic() - started, self.embeddings_read)
 
     def _load(self) -> None:
         self.neighbours = NeighbourCache()  # conflict flags' nearest memories (neighbours.py)
@@ -68,6 +69,7 @@ class MemoryStore:
         snapshot = None if self.db.ephemeral else \
             vector_snapshot.load(self.db_path, self.model, self.vectors.dim)
         memories, embedded_ids, matrix, read, unembedded = self.db.load_all(snapshot)
+        self.embeddings_read = read
         memories, embedded_ids, matrix, unembedded = self._servable(
             memories, embedded_ids, matrix, unembedded)
         if snapshot is not None and snapshot.neighbours and not read and not unembedded \
