@@ -114,16 +114,17 @@ class TermTable:
         known = [(self._vocabulary[t], j) for j, t in enumerate(terms) if t in self._vocabulary]
         if not known or not len(ids):
             return out
-        known.sort()
-        wanted = np.array([term_id for term_id, _ in known], dtype=np.int64)
-        values = np.array([1 << j for _, j in known], dtype=np.uint64)
+        # every term's bit (0 for terms not asked about): one gather per entry of the
+        # segments, rather than a search among the terms asked about
+        bit_of = np.zeros(len(self._words), dtype=np.uint64)
+        bit_of[[term_id for term_id, _ in known]] = np.array([1 << j for _, j in known],
+                                                             dtype=np.uint64)
         ids = np.where((ids > 0) & (ids < len(self._count)), ids, 0)  # 0 has no terms
         counts = self._count[ids]
         found = self._segments(ids)
         if not len(found):
             return out
-        at = np.minimum(np.searchsorted(wanted, found), len(wanted) - 1)
-        bits = np.where(wanted[at] == found, values[at], np.uint64(0))
+        bits = bit_of[found]
         filled = counts > 0
         out[filled] = np.bitwise_or.reduceat(bits, (np.cumsum(counts) - counts)[filled])
         return out
