@@ -64,9 +64,10 @@ class MemoryColumns:
         for name in COLUMNS:
             getattr(self, name)[ids] = 0
 
-    def differences(self, catalog: dict) -> list[str]:
-        """The columns that differ from what the memories of `catalog` say (verify.py)."""
-        fresh = MemoryColumns.of(catalog.values())
+    def differences(self, memories: dict) -> list[str]:
+        """The columns that differ from what `memories` (by id) say: verify.py gives the
+        database's rows."""
+        fresh = MemoryColumns.of(memories.values())
         out = []
         for name in COLUMNS:
             mine, theirs = getattr(self, name), getattr(fresh, name)

@@ -225,10 +225,10 @@ def _bookkeeping_findings(store, rows: dict) -> list[Finding]:
         found.append(Finding("dedup_table_differs",
                              "the table exact duplicates are found by differs from the "
                              "database"))
-    differing = store.columns.differences(store.catalog)
+    differing = store.columns.differences(rows)
     if differing:
         found.append(Finding("ranking_columns_differ",
-                             "what ranking reads of each memory differs from the memories "
+                             "what ranking reads of each memory differs from the database "
                              f"({', '.join(differing)})"))
     return found
 
