@@ -168,13 +168,16 @@ def test_large_import_reports_progress(daemon, call, workspace, tmp_path):
              "tags": [services[n % 7]]} for n in range(260)]
     path = workspace / "big.json"
     path.write_text(json.dumps({"format": "memnest-export", "version": 1, "memories": rows}))
-    seen = []
+    seen, dones = [], []
     client = daemon.client()
     try:
         result = client.call_tool("memory_import", {"path": "big.json"}, str(workspace),
-                                  on_progress=lambda done, total, msg: seen.append(msg))
+                                  on_progress=lambda done, total, msg: seen.append(msg)
+                                  or dones.append(done))
         assert result["memories"]["stored"] == 260
-        assert seen == ["imported 200 of 260 memories", "imported 260 of 260 memories"]
+        assert seen == ["imported 200 of 260 memories", "imported 260 of 260 memories",
+                        "checked the conflict pairs of 260 of 260 memories"]
+        assert dones == sorted(set(dones))  # progress only goes forward
         seen.clear()
         again = client.call_tool("memory_import", {"path": "big.json"}, str(workspace),
                                  on_progress=lambda done, total, msg: seen.append(msg))

@@ -11,6 +11,7 @@ from .values import value_disagreement
 
 NEIGHBOURS = KEPT - 1
 SETTLE_LOST_ROWS = 2048  # rows a store finds again at once; the idle filler finds the rest
+SETTLE_SLICE = 2048  # rows settle_all() works on per read-lock hold
 
 
 def neighbour_floor(settings) -> float:
@@ -78,6 +79,16 @@ def fill_rows(store, floor: float, limit: int) -> int:
         return len(todo)
 
 
+def keeps_rows(store, settings, workspace: str) -> bool:
+    """Whether a write of `workspace`'s memories can keep the whole database's rows: it
+    is the only workspace there (or the database is empty). Makes the table if none is
+    kept yet. Write lock held."""
+    if any(n > 0 for ws, n in store.per_workspace.items() if ws != workspace):
+        return False
+    store.neighbours.use_floor(neighbour_floor(settings), values.RULE)
+    return True
+
+
 def settle_written(store) -> None:
     """After a store: find again the rows writes forgot (up to SETTLE_LOST_ROWS) and record
     the value verdicts of the rows written memories entered unjudged, so that a search
@@ -89,6 +100,52 @@ def settle_written(store) -> None:
     lost, entered = table.take_written()
     found = _find_rows(store, [i for i in lost[:SETTLE_LOST_ROWS] if i in store.catalog])
     _settle_rows(store, table, sorted(set(entered[:SETTLE_LOST_ROWS * KEPT]) | set(found)))
+
+
+def settle_all(store, still_wanted=lambda: True, progress=lambda done, total: None) -> int:
+    """Find again every row writes forgot and record every verdict the rows lack, in a
+    database holding one workspace (after memory_import, which leaves them to this). Rows
+    are taken along the neighbour graph, each right after one that lists it: a text is then
+    still in values' cache when the next row needs it, where in id order it would be read
+    again for nearly every row listing it. SETTLE_SLICE rows per read-lock hold; stops early
+    when `still_wanted()` turns false. Returns how many rows were settled."""
+    with store.lock.read():
+        table = store.neighbours.table
+        if table is None or not _one_workspace(store):
+            return 0
+        lost, _ = table.take_written()
+        for first in range(0, len(lost), SETTLE_SLICE):
+            _find_rows(store, [i for i in lost[first:first + SETTLE_SLICE] if i in store.catalog])
+        rows = _along_the_graph(table, table.unsettled(len(table.known)))
+    for first in range(0, len(rows), SETTLE_SLICE):
+        if not still_wanted():
+            return first
+        with store.lock.read():
+            if store.neighbours.table is not table:
+                return first  # the rows were dropped (another floor): searches find them
+            _settle_rows(store, table, rows[first:first + SETTLE_SLICE])
+        progress(min(first + SETTLE_SLICE, len(rows)), len(rows))
+    return len(rows)
+
+
+def _along_the_graph(table: NeighbourTable, rows: list[int]) -> list[int]:
+    """`rows` in depth-first order over the neighbour graph: after a row, its nearest
+    unvisited neighbour among them."""
+    todo, order = set(rows), []
+    for start in rows:
+        if start not in todo:
+            continue
+        todo.discard(start)
+        stack = [start]
+        while stack:
+            row = stack.pop()
+            order.append(row)
+            listed = table.get(row) or ()
+            for other, _ in reversed(listed):  # the nearest is taken next
+                if other in todo:
+                    todo.discard(other)
+                    stack.append(other)
+    return order
 
 
 def _one_workspace(store) -> bool:

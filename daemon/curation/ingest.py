@@ -7,7 +7,7 @@ import numpy as np
 
 from ..core.records import Memory, Origin, content_hash, utcnow
 from ..store.changes import Changes
-from .conflicts import conflicts, settle_written, workspace_ids
+from .conflicts import conflicts, keeps_rows, settle_written, workspace_ids
 from .freshness import merged
 from .screening import markers
 from .values import disagree, tag_overlap
@@ -68,8 +68,8 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
     `merge_into`, when given, limits semantic merging to those existing memories, and items of
     the batch are not merged with each other (memory_import: the memories of one export are
     already distinct, and are compared only with what the workspace held before).
-    `flag_conflicts`: look for conflicts of each stored memory (a scan of the workspace per
-    batch; memory_import reports none, so it skips them)."""
+    `flag_conflicts`: report the conflicts of each stored memory. memory_import reports
+    none: it keeps the conflict neighbour rows and their verdicts instead."""
     if not items:
         return []
     allowed = workspace_ids(store, workspace)
@@ -85,6 +85,10 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
                 for index, (item, vector) in enumerate(zip(items, vectors))]
     changes = batch.changes()
     if changes:
+        # An import keeps every row (each memory's own found from the same product) and,
+        # once every chunk is in, settles their verdicts (conflicts.settle_all), so that a
+        # search right after it compares no texts; it reports no conflicts of its own.
+        changes.keep_rows = not flag_conflicts and keeps_rows(store, settings, workspace)
         store.commit(changes)
     if not flag_conflicts:
         return outcomes

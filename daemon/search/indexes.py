@@ -33,6 +33,25 @@ SMALL_SCOPE_SHARE = 8  # a scope under 1/8 of the rows is read row by row, not i
 CENTRE_FROM_ROWS = 100
 
 
+def top_hits(ids: np.ndarray, scores: np.ndarray, k: int,
+             min_score: float) -> list[list[tuple[int, float]]]:
+    """Per row of `scores` (columns aligned with `ids`): the k best of at least `min_score`,
+    best first, ties by id."""
+    out: list[list[tuple[int, float]]] = []
+    k = min(k, len(ids))
+    for row in scores:
+        if k == 0:
+            out.append([])
+            continue
+        top = np.flatnonzero(row >= min_score) if min_score > -1.0 else None
+        if top is None or len(top) > k:
+            top = np.argpartition(-row, k - 1)[:k] if top is None else \
+                top[np.argpartition(-row[top], k - 1)[:k]]
+        top = top[np.lexsort((ids[top], -row[top]))]
+        out.append(list(zip(ids[top].tolist(), row[top].tolist())))
+    return out
+
+
 class VectorIndex:
     """Unit vectors in one float32 matrix; search is one matrix-vector product (in a large
     index, one over a smaller copy first: see BOUND_FROM_ROWS)."""
@@ -164,12 +183,12 @@ class VectorIndex:
         if rows is not None and len(rows) * SMALL_SCOPE_SHARE < len(self._row):
             # A small scope (a workspace in a shared database, a new workspace filling up):
             # its own rows cost less than a pass over every row.
-            return self._top(ids, (self._matrix[rows] @ queries.T).T, k, min_score)
+            return top_hits(ids, (self._matrix[rows] @ queries.T).T, k, min_score)
         if self.bounded(min_score):
             return self._bounded_top(queries, ids, rows, k, min_score)
         # matrix @ queries.T, not queries @ matrix.T: the faster order (RESULTS.md, perf. 2)
         scores = (self._matrix[:len(self._row)] @ queries.T).T
-        return self._top(ids, scores if rows is None else scores[:, rows], k, min_score)
+        return top_hits(ids, scores if rows is None else scores[:, rows], k, min_score)
 
     def bounded(self, min_score: float = -1.0) -> bool:
         """Whether a search down to `min_score` reads the bound first."""
@@ -177,7 +196,7 @@ class VectorIndex:
 
     def _bounded_top(self, queries: np.ndarray, ids: np.ndarray, rows: np.ndarray | None,
                      k: int, min_score: float) -> list[list[tuple[int, float]]]:
-        """_top() over exact scores, reading in full only the rows whose bound reaches the
+        """top_hits() over exact scores, reading in full only the rows whose bound reaches the
         floor and the k-th best exact score of the 2k best bounds (no other row can)."""
         assert self._bound is not None  # bounded() said so
         bounds = self._bound.bounds(queries, len(self._row))
@@ -196,7 +215,7 @@ class VectorIndex:
                 kth = np.partition(exact, len(probe) - k)[len(probe) - k]
                 reach = reach[bound[reach] >= kth]
             exact = self._matrix[rows[reach]] @ query
-            out.extend(self._top(ids[reach], exact[None, :], k, min_score))
+            out.extend(top_hits(ids[reach], exact[None, :], k, min_score))
         return out
 
     def _scope(self, allowed: set[int] | None) -> tuple[np.ndarray, np.ndarray | None]:
@@ -207,25 +226,6 @@ class VectorIndex:
         rows = np.flatnonzero(np.isin(ids, np.fromiter(allowed, dtype=np.int64,
                                                        count=len(allowed))))
         return ids[rows], rows
-
-    @staticmethod
-    def _top(ids: np.ndarray, scores: np.ndarray, k: int,
-             min_score: float) -> list[list[tuple[int, float]]]:
-        """Per row of `scores` (columns aligned with `ids`): the k best, ties by id."""
-        out: list[list[tuple[int, float]]] = []
-        k = min(k, len(ids))
-        for row in scores:
-            if k == 0:
-                out.append([])
-                continue
-            top = np.flatnonzero(row >= min_score) if min_score > -1.0 else None
-            if top is None or len(top) > k:
-                top = np.argpartition(-row, k - 1)[:k] if top is None else \
-                    top[np.argpartition(-row[top], k - 1)[:k]]
-            top = top[np.lexsort((ids[top], -row[top]))]
-            out.append(list(zip(ids[top].tolist(), row[top].tolist())))
-        return out
-
 
 class Scores:
     """One query's cosine similarity to an index's rows: all of them from one product, or in
@@ -246,7 +246,7 @@ class Scores:
         ids, rows = index._scope(allowed)
         if self._all is None:
             return index._bounded_top(self._query[None, :], ids, rows, k, -1.0)[0]
-        return index._top(ids, (self._all if rows is None else self._all[rows])[None, :],
+        return top_hits(ids, (self._all if rows is None else self._all[rows])[None, :],
                           k, -1.0)[0]
 
     def centred(self, ids: np.ndarray) -> np.ndarray:

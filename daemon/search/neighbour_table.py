@@ -8,9 +8,11 @@ So each row of the table, once found, is kept, and a write changes only what it 
 - a memory written or removed loses its own row;
 - a row listing it loses it; a full row (it may have had an eleventh neighbour beyond its
   last) is forgotten instead, to be found again when asked for;
-- a memory written with a new vector enters every known row it now belongs in. One product
-  of the written vectors with the matrix finds them; a write too large for that (an import)
-  forgets every row.
+- a memory written with a new vector gets its own row and enters every known row it now
+  belongs in. One product of the written vectors with the matrix finds both; a write too
+  large for that forgets every row, unless it asks to keep them whatever its size
+  (memory_import, 200 memories at a time: a search right after an import would otherwise
+  find the rows of every page it shows).
 
 Each row is what VectorIndex.search_many(vector, None, KEPT, min_score=floor) returns: at
 most KEPT (id, similarity) pairs, best first, ties by id. The memory itself is among them.
@@ -18,12 +20,14 @@ most KEPT (id, similarity) pairs, best first, ties by id. The memory itself is a
 import numpy as np
 
 from ..core.growable import grown
+from .indexes import top_hits
 
 KEPT = 11  # a memory's ten nearest others, and itself
 # A write of n vectors into an index of N rows compares n x N pairs to keep every row;
 # past this many (an import) it forgets them all (bench/RESULTS.md, performance 32).
 MAINTAIN_UP_TO = 4_000_000
-CHUNK = 64  # written vectors compared at a time
+CHUNK = 128  # written vectors compared at a time
+MANY_VECTORS = 64  # from this many, vectors @ matrix.T (bench/RESULTS.md, issue 24 fifth pass)
 STATE = ("neighbour_floor", "neighbour_rows", "neighbour_ids", "neighbour_sims",
          "neighbour_count", "neighbour_verdicts", "neighbour_rule")  # what state() gives
 UNKNOWN, AGREE, DISAGREE = 0, 1, 2  # an entry's verdict: do the two name different values?
@@ -143,13 +147,16 @@ class NeighbourTable:
         placed = np.arange(KEPT)[None, :] < self.count[:, None]
         return np.flatnonzero(self.known & (np.isin(self.ids, ids) & placed).any(axis=1))
 
-    def update(self, index, moved: list[int], removed: list[int]) -> list[int]:
+    def update(self, index, moved: list[int], removed: list[int],
+               keep_rows: bool = False) -> list[int]:
         """After a write (write lock held): `moved` memories have new vectors in `index` (a
-        VectorIndex), `removed` ones are gone. Returns the rows whose entries changed or were
-        forgotten."""
+        VectorIndex), `removed` ones are gone. The rows of `moved` are found from the same
+        product that enters them into the other rows. `keep_rows`: keep every row however
+        large the write (memory_import, a chunk at a time), instead of forgetting them all
+        past MAINTAIN_UP_TO. Returns the rows whose entries changed or were forgotten."""
         written = [i for i in dict.fromkeys(moved + removed) if i > 0]
-        if not written or not self.known.any():
-            return []
+        if not written or not (self.known.any() or keep_rows):
+            return []  # a table nobody fills (a database shared by workspaces)
         touched = set()
         for row in self.listing(written).tolist():
             touched.add(row)
@@ -170,7 +177,7 @@ class NeighbourTable:
         touched.update(own.tolist())
         moved = [i for i in dict.fromkeys(moved) if i > 0 and index.vector(i) is not None]
         if moved:
-            if len(moved) * len(index) > MAINTAIN_UP_TO:
+            if len(moved) * len(index) > MAINTAIN_UP_TO and not keep_rows:
                 touched.update(np.flatnonzero(self.known).tolist())
                 self.clear()
             else:
@@ -178,12 +185,11 @@ class NeighbourTable:
         return sorted(touched)
 
     def _enter(self, index, moved: list[int]) -> set[int]:
-        """Put each of `moved` into every known row it now belongs in."""
+        """Find the rows of `moved` and put each of them into every known row it now belongs
+        in, from one product of their vectors with the matrix."""
         ids, matrix = index.rows()
         # columns whose row is known (those of `moved` were just forgotten)
         open_rows = self.known_at(ids) & ~np.isin(ids, moved)
-        if not open_rows.any():
-            return set()
         columns = np.flatnonzero(open_rows)
         rows = ids[columns]
         whole = len(columns) == len(ids)
@@ -192,21 +198,30 @@ class NeighbourTable:
         least = np.where(full, self.sims[rows, KEPT - 1], self.floor).astype(np.float32)
         least = np.maximum(least, np.float32(self.floor))
         found_rows, found_ids, found_sims = [], [], []
+        own: set[int] = set()
         for first in range(0, len(moved), CHUNK):
             chunk = np.array(moved[first:first + CHUNK], dtype=np.int64)
             vectors = np.stack([index.vector(i) for i in chunk.tolist()])
-            scores = (matrix @ vectors.T).T  # chunk x rows (gathering rows first copies them)
+            # chunk x rows, contiguous (each memory's own row is read from it in full); for
+            # many vectors the other order of the product is faster and needs no copy
+            scores = vectors @ matrix.T if len(chunk) >= MANY_VECTORS else \
+                np.ascontiguousarray((matrix @ vectors.T).T)
+            for memory_id, hits in zip(chunk.tolist(),
+                                       top_hits(ids, scores, KEPT, self.floor)):
+                self.put(memory_id, hits)
+                own.add(memory_id)
+            if not len(columns):
+                continue
             if not whole:
                 scores = scores[:, columns]
             which, where = np.nonzero(scores >= least[None, :])
             found_rows.append(rows[where])
             found_ids.append(chunk[which])
             found_sims.append(scores[which, where])
-        new_rows = np.concatenate(found_rows)
-        if not len(new_rows):
-            return set()
-        self._merge(new_rows, np.concatenate(found_ids), np.concatenate(found_sims))
-        entered = set(np.unique(new_rows).tolist())
+        new_rows = np.concatenate(found_rows) if found_rows else np.zeros(0, dtype=np.int64)
+        if len(new_rows):
+            self._merge(new_rows, np.concatenate(found_ids), np.concatenate(found_sims))
+        entered = set(np.unique(new_rows).tolist()) | own
         self._entered |= entered
         return entered
 

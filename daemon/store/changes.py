@@ -36,6 +36,9 @@ class Changes:
     signal: dict[int, tuple[float, int]] = field(default_factory=dict)
     meta: dict[str, str] = field(default_factory=dict)
     reap_topics: bool = False  # remove every Topic no memory is about
+    # keep every conflict neighbour row however many vectors the write brings (memory_import,
+    # a chunk at a time), instead of forgetting them all past neighbour_table.MAINTAIN_UP_TO
+    keep_rows: bool = False
 
     def insert(self, m: Memory, vector: np.ndarray | None) -> "Changes":
         self.inserted.append((m, vector))

@@ -105,13 +105,14 @@ class NeighbourCache:
         return flags
 
     def forget(self, store, changed: list[int], removed: list[int],
-               moved: list[int] | None = None) -> None:
+               moved: list[int] | None = None, keep_rows: bool = False) -> None:
         """After a write (write lock held): `changed` memories were added or rewritten (the
         index holds their vectors now), `removed` ones are gone; `moved`, those of `changed`
-        whose vectors are new (all of them when not given)."""
+        whose vectors are new (all of them when not given). `keep_rows`: the table keeps
+        every row whatever the write's size (Changes.keep_rows)."""
         moved = changed if moved is None else moved
         if self.table is not None:
-            self._forget_rows(store, changed, removed, moved)
+            self._forget_rows(store, changed, removed, moved, keep_rows)
         if not self._hits:
             return
         if len(changed) + len(removed) > FORGET_ALL_FROM or self.floor is None:
@@ -137,11 +138,11 @@ class NeighbourCache:
                 self._drop(key)
 
     def _forget_rows(self, store, changed: list[int], removed: list[int],
-                     moved: list[int]) -> None:
+                     moved: list[int], keep_rows: bool) -> None:
         """The table's part of forget(): rows keep up with the write; flags go wherever a
         memory they show (its preview, which of two is newer) was written or removed."""
         table = self.rows
-        stale = set(table.update(store.vectors, moved, removed))  # rows listing those too
+        stale = set(table.update(store.vectors, moved, removed, keep_rows))  # and listing
         stale |= set(changed) | set(removed)
         stale.update(table.listing(set(changed) - set(moved)).tolist())  # previews changed
         if self._flags:

@@ -246,7 +246,7 @@ class MemoryStore:
         if changes.deleted:
             self._unindexed(changes.deleted)
         if changes.inserted or changes.updated:
-            self._indexed(changes.memories(), changes.embeddings())
+            self._indexed(changes.memories(), changes.embeddings(), changes.keep_rows)
         for edge in changes.edges_removed:
             self.graph.remove(*edge)
         for edge in edges_added:
@@ -285,7 +285,8 @@ class MemoryStore:
         for hook in self.after_commit:
             hook(self, changes, gone, set())
 
-    def _indexed(self, memories: list[Memory], embeddings: dict[int, np.ndarray]) -> None:
+    def _indexed(self, memories: list[Memory], embeddings: dict[int, np.ndarray],
+                 keep_rows: bool = False) -> None:
         self.version += 1
         for m in memories:
             old = self.catalog.get(m.id)
@@ -301,7 +302,8 @@ class MemoryStore:
         self.timeline.put_many(memories)
         self.columns.put_many(memories)
         self.keywords.upsert_many(memories)
-        self.neighbours.forget(self, [m.id for m in memories], [], list(embeddings))
+        self.neighbours.forget(self, [m.id for m in memories], [], list(embeddings),
+                               keep_rows)
 
     def _unindexed(self, ids: list[int]) -> None:
         self.version += 1

@@ -22,6 +22,7 @@ from ..core import strict_json
 from ..core.anchors import MAX_CODE_JSON, CodeContext
 from ..core.errors import invalid
 from ..core.records import SCOPES, content_hash, from_iso, utcnow
+from ..curation.conflicts import settle_all
 from ..curation.ingest import Item, ingest, merge_candidate
 from ..storage.database import RELATION_TYPES
 from ..storage.safe_files import read_file, write_file
@@ -335,6 +336,7 @@ def memory_import(ctx: ToolContext, args: dict) -> dict:
     del data
     memories = _ImportedMemories(len(parsed.items))
     _import_memories(ctx, parsed.items, memories)
+    _settle_conflict_pairs(ctx, len(parsed.items))
     edge_counts, verdict_counts = _import_links(ctx, parsed, memories.target)
     store = ctx.store
     result = {"path": shown, "memories": {"in_file": len(parsed.items), **memories.counts},
@@ -378,6 +380,16 @@ def _import_memories(ctx: ToolContext, items: list[Item], out: _ImportedMemories
             if len(items) > IMPORT_CHUNK:
                 ctx.progress(chunk.stop, len(items),
                              f"imported {chunk.stop} of {len(items)} memories")
+
+
+def _settle_conflict_pairs(ctx: ToolContext, imported: int) -> None:
+    """The value verdicts of the conflict neighbour rows the import kept (ingest), so that
+    searches right after it compare no texts. Progress goes on from the memories' count."""
+    def progress(done: int, total: int) -> None:
+        if imported > IMPORT_CHUNK:  # as the memories' progress
+            ctx.progress(imported + done, imported + total,
+                         f"checked the conflict pairs of {done} of {total} memories")
+    settle_all(ctx.store, ctx.still_wanted, progress)
 
 
 def _import_chunk(ctx: ToolContext, items: list[Item], chunk: range,
