@@ -75,9 +75,19 @@ def test_values_that_differ_never_merge_and_are_flagged(call):
     assert any("SUPERSEDES" in r for r in conflict["resolutions"])
     assert any("memory_keep_separate" in r for r in conflict["resolutions"])
 
-    # Search results carry the flag too, until an agent settles the pair.
-    hit = call("memory_search", query="checkout p95 latency")["results"]
+    assert conflict["newer"] is False and f"from_id={b['id']}, to_id={a['id']}" in \
+        conflict["resolutions"][0]  # b is the newer: it would supersede a
+
+    # Search results carry the flag too, until an agent settles the pair: the page says once
+    # how to settle a pair; each flag says which of the two is the newer.
+    page = call("memory_search", query="checkout p95 latency")
+    hit = page["results"]
     assert {c["memory_id"] for r in hit for c in r.get("conflicts", [])} >= {a["id"], b["id"]}
+    assert "memory_keep_separate" in page["conflicts_hint"]
+    on_a = {r["id"]: r for r in hit}[a["id"]]["conflicts"][0]
+    assert on_a["memory_id"] == b["id"] and on_a["newer"] is True and "resolutions" not in on_a
+    got = call("memory_get", id=a["id"])["conflicts"][0]  # one memory read: the calls in full
+    assert f"from_id={b['id']}, to_id={a['id']}" in got["resolutions"][0]
     call("memory_keep_separate", pairs=[[b["id"], a["id"]]])
     hit = call("memory_search", query="checkout p95 latency")["results"]
     assert not any(r.get("conflicts") for r in hit)

@@ -20,13 +20,29 @@ def neighbour_floor(settings) -> float:
     return min(settings.conflict_threshold, settings.conflict_value_floor)
 
 
-def resolutions(a: Memory, b: Memory) -> list[str]:
-    newer, older = (a, b) if (a.updated_at, a.id) >= (b.updated_at, b.id) else (b, a)
-    return [
-        f"memory_relate(from_id={newer.id}, to_id={older.id}, relationship='SUPERSEDES') if "
-        f"#{newer.id} replaces #{older.id}",
-        f"memory_keep_separate(pairs=[[{a.id}, {b.id}]]) if both hold",
-    ]
+# A search page lists its conflicts without the calls that settle each pair, and says once:
+SEARCH_CONFLICTS_HINT = ("each conflict names the other memory and whether it is the newer "
+                         "one: memory_relate(from_id=newer, to_id=older, "
+                         "relationship='SUPERSEDES') if the newer replaces the older, "
+                         "memory_keep_separate(pairs=[[a, b]]) if both hold")
+
+
+def is_newer(a: Memory, b: Memory) -> bool:
+    """Whether `a` is the newer of the two (the later update; ties by the higher id)."""
+    return (a.updated_at, a.id) > (b.updated_at, b.id)
+
+
+def with_resolutions(memory_id: int, found: list[dict]) -> list[dict]:
+    """`found` (conflicts() of one memory) with the two calls that settle each pair."""
+    out = []
+    for flag in found:
+        other = flag["memory_id"]
+        newer, older = (other, memory_id) if flag["newer"] else (memory_id, other)
+        out.append({**flag, "resolutions": [
+            f"memory_relate(from_id={newer}, to_id={older}, relationship='SUPERSEDES') if "
+            f"#{newer} replaces #{older}",
+            f"memory_keep_separate(pairs=[[{memory_id}, {other}]]) if both hold"]})
+    return out
 
 
 def workspace_ids(store, workspace: str) -> frozenset[int] | None:
@@ -37,8 +53,10 @@ def workspace_ids(store, workspace: str) -> frozenset[int] | None:
 def conflicts(store, memories: list[Memory], settings, workspace: str) -> dict[int, list[dict]]:
     """For each of `memories`, the memories of `workspace` that look like it, unless an
     agent already settled the pair (a keep-separate verdict or a SUPERSEDES link); by memory
-    id, only those with any. One pass over the vector matrix for those not already known
-    (store.neighbours). Read or write lock held."""
+    id, only those with any, each as type, the other's id, similarity, the other's text (160
+    characters) and whether the other is the newer (with_resolutions() adds the calls that
+    settle the pair). One pass over the vector matrix for those not already known
+    (store.neighbours). Read or write lock held; the lists are shared: copy to change."""
     cache: NeighbourCache = store.neighbours
     cache.use_floor(neighbour_floor(settings), values.RULE)
     scope = workspace_ids(store, workspace)
@@ -212,5 +230,5 @@ def _flags(store, m: Memory, hits, table: NeighbourTable | None, settings) -> li
         else:
             continue
         found.append({"type": kind, "memory_id": other_id, "similarity": round(similarity, 3),
-                      "content": other.content[:160], "resolutions": resolutions(m, other)})
+                      "content": other.content[:160], "newer": is_newer(other, m)})
     return found

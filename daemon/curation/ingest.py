@@ -7,7 +7,7 @@ import numpy as np
 
 from ..core.records import Memory, Origin, content_hash, utcnow
 from ..store.changes import Changes
-from .conflicts import conflicts, keeps_rows, settle_written, workspace_ids
+from .conflicts import conflicts, keeps_rows, settle_written, with_resolutions, workspace_ids
 from .freshness import merged
 from .screening import markers
 from .values import disagree, tag_overlap
@@ -53,7 +53,7 @@ class Outcome:
             out["similarity"] = round(self.similarity or 0.0, 3)
         if self.conflicts:
             out["conflicts"] = [{k: c[k] for k in BRIEF_CONFLICT} for c in self.conflicts] \
-                if brief_conflicts else self.conflicts
+                if brief_conflicts else with_resolutions(self.memory.id, self.conflicts)
         found = markers(self.memory.content)
         if found:
             out["untrusted_content"] = {"markers": found}

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from ..core.anchors import CodeContext
 from ..core.records import Memory, Origin, content_hash
 from ..curation import privacy
+from ..curation.conflicts import with_resolutions
 from ..curation.ingest import Item, ingest
 from ..store.changes import Changes
 from . import folder
@@ -406,7 +407,8 @@ def _bring_in(store, workspace: str, embed, settings, pulled: dict[str, Shared],
                 if outcome.status == "stored":
                     adopted[m.id] = s.global_id
                     if outcome.conflicts:
-                        report.conflicts.append({**entry, "conflicts": outcome.conflicts})
+                        report.conflicts.append(
+                            {**entry, "conflicts": with_resolutions(m.id, outcome.conflicts)})
                     report.came_in.append(entry)
                     continue
                 name = store.catalog[m.id].global_id or adopted.get(m.id)

@@ -7,7 +7,7 @@ from ..core.anchors import CodeContext
 from ..core.config import FUSION_MODES
 from ..core.errors import invalid, not_found
 from ..core.records import Memory, content_hash, normalise_tags, utcnow
-from ..curation.conflicts import conflicts
+from ..curation.conflicts import SEARCH_CONFLICTS_HINT, conflicts, with_resolutions
 from ..curation.freshness import freshness, refreshed, written_context
 from ..curation.ingest import BRIEF_CONFLICTS_HINT, Item, ingest
 from ..curation.screening import flag
@@ -153,7 +153,7 @@ def memory_search(ctx: ToolContext, args: dict) -> dict:
         preview = preview_chars(ctx, args)
         flagged = conflicts(store, [r.memory for r in page], ctx.settings, ctx.workspace)
         results = []
-        for r in page:
+        for r in page:  # conflicts without the calls that settle them: the page's hint says
             item = annotate(store, r.memory, r.memory.view(preview), flagged.get(r.memory.id))
             item["score"] = round(r.score, 4)
             if r.memory.id in code:
@@ -165,6 +165,8 @@ def memory_search(ctx: ToolContext, args: dict) -> dict:
     out = {"results": results, "count": len(results), "offset": offset,
            "has_more": offset + top_k < len(ranked), "scope": "global" if everywhere
            else "workspace"}
+    if flagged:
+        out["conflicts_hint"] = SEARCH_CONFLICTS_HINT
     if census is not None:
         out["explain_meta"] = census
     return out
@@ -234,7 +236,8 @@ def memory_get(ctx: ToolContext, args: dict) -> dict:
         code = freshness([store.catalog[i] for i in wanted])
         for memory_id in wanted:
             m = store.catalog[memory_id]
-            item = annotate(store, m, m.view(), flagged.get(memory_id))
+            item = annotate(store, m, m.view(), with_resolutions(memory_id,
+                                                                 flagged.get(memory_id, [])))
             if memory_id in code:
                 item["code"] = code_view(code, memory_id)
             if args.get("include_edges", True):
