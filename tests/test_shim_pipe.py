@@ -106,6 +106,47 @@ def test_broken_and_oversized_lines_are_answered_and_the_pipe_goes_on(raw):
     assert raw.answer(9)["result"] == {}
 
 
+def test_calls_answered_directly_answer_as_the_sdk_does(raw, daemon, workspace):
+    """Once the session is initialized and its workspace known, a call asking for no
+    progress is answered without the SDK's dispatch (session_pipe: answered directly); one
+    that asks for progress goes through it. Both answer alike: results, tool errors,
+    protocol errors, and the editor's name in what it stores."""
+    raw.send({"jsonrpc": "2.0", "id": 20, "method": "tools/call", "params": {
+        "name": "memory_store", "arguments": {"content": "The release train leaves on Tuesdays"}}})
+    first = json.loads(raw.answer(20)["result"]["content"][0]["text"])
+    calls = [("memory_get", {"id": first["id"]}), ("memory_get", {"id": 999999}),
+             ("memory_search", {"query": "release train"}), ("memory_search", {"query": 5}),
+             ("no_such_tool", {})]
+    for n, (name, arguments) in enumerate(calls):
+        direct, via_sdk = 100 + 2 * n, 101 + 2 * n
+        raw.send({"jsonrpc": "2.0", "id": direct, "method": "tools/call",
+                  "params": {"name": name, "arguments": arguments}})
+        raw.send({"jsonrpc": "2.0", "id": via_sdk, "method": "tools/call",
+                  "params": {"name": name, "arguments": arguments,
+                             "_meta": {"progressToken": f"p{n}"}}})
+        answers: dict = {}
+        while len(answers) < 2:  # in either order: they run side by side
+            message = raw.read()
+            if message.get("id") in (direct, via_sdk) and "method" not in message:
+                answers[message["id"]] = message
+        a, b = answers[direct], answers[via_sdk]
+        assert ("error" in a) == ("error" in b), name
+        if "error" in a:
+            assert a["error"] == b["error"], name
+            continue
+        a, b = a["result"], b["result"]
+        assert bool(a.get("isError")) == bool(b.get("isError")), name
+        if a.get("isError"):
+            assert a["content"] == b["content"], name
+            continue
+        assert a["structuredContent"] == json.loads(a["content"][0]["text"]), name
+        # what a read changes between the two (access counts, times) aside
+        strip = re.compile(r'"(access_count|accessed_at)":\s*[^,}]+')
+        assert strip.sub("", a["content"][0]["text"]) == strip.sub("", b["content"][0]["text"])
+    got = daemon.client().call_tool("memory_get", {"id": first["id"]}, str(workspace))
+    assert got["origin"]["client"] == "raw-client"
+
+
 def test_a_cancelled_write_stores_nothing(raw, daemon, workspace):
     items = [{"content": f"deployment note {i}: service {i % 13} moved to rack {i}"}
              for i in range(400)]

@@ -93,34 +93,58 @@ class McpSession:
             workspace = await self._workspace(ctx)
         except ToolError as exc:
             return _error(f"{exc.code}: {exc.message}")
-        caller = self.caller
-        request = pb.CallToolRequest(
-            tool=params.name, workspace=workspace, db_path=caller.db_path,
-            arguments_json=json.dumps(params.arguments or {}), client=caller.client,
-            origin=pb.Origin(via="agent", client=_client_name(ctx), session=caller.session_id),
-            model=caller.model)
+        request = self._request(params.name, params.arguments or {}, workspace,
+                                _client_name(ctx))
         cancelled = threading.Event()
         progress = self._progress_sender(ctx, cancelled)
         try:
             result, error = await self._run_blocking(lambda: self.service.outcome(
-                request, progress, lambda: not cancelled.is_set(), caller.identity))
+                request, progress, lambda: not cancelled.is_set(), self.caller.identity))
         except BaseException:  # cancelled by the editor, or the session ended
             cancelled.set()
             raise
+        answer = self._answer(result, error)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=answer["content"][0]["text"])],
+            structured_content=answer.get("structuredContent"),
+            is_error=answer.get("isError", False))
+
+    def call_now(self, name: str, arguments: dict, client_name: str,
+                 still_wanted: Callable[[], bool]) -> dict:
+        """call_tool() for a session whose workspace is known and a call that asks for no
+        progress, run on the call executor by session_pipe.py without the SDK's dispatch:
+        the JSON-RPC result as a dict (MCPError for a protocol error)."""
+        request = self._request(name, arguments, self.caller.workspace or "", client_name)
+        result, error = self.service.outcome(request, lambda done, total, message: None,
+                                             still_wanted, self.caller.identity)
+        return self._answer(result, error)
+
+    def _request(self, name: str, arguments: dict, workspace: str,
+                 client_name: str) -> pb.CallToolRequest:
+        caller = self.caller
+        return pb.CallToolRequest(
+            tool=name, workspace=workspace, db_path=caller.db_path,
+            arguments_json=json.dumps(arguments), client=caller.client,
+            origin=pb.Origin(via="agent", client=client_name, session=caller.session_id),
+            model=caller.model)
+
+    def _answer(self, result, error) -> dict:
+        """A call's outcome as MCP's CallToolResult, in its wire form."""
         if error is not None:
             if error.code == "unknown_tool":  # a protocol error, as the MCP specification has it
                 raise MCPError(types.INVALID_PARAMS, f"unknown tool: {error.message}")
-            return _error(f"{error.code}: {error.message}")
+            return {"content": [{"type": "text", "text": f"{error.code}: {error.message}"}],
+                    "isError": True}
         if isinstance(result, dict) and isinstance(result.get("session"), dict):
             self._pin(result["session"])
-        text = render(result, caller.response_format)
-        structured = None
+        text = render(result, self.caller.response_format)
+        answer: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
         if isinstance(result, dict):
             # the text's JSON when it is JSON; results may hold values only default=str writes
-            structured = json.loads(text) if caller.response_format == "json" \
+            answer["structuredContent"] = json.loads(text) \
+                if self.caller.response_format == "json" \
                 else json.loads(json.dumps(result, default=str))
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                    structured_content=structured)
+        return answer
 
     def _progress_sender(self, ctx, cancelled: threading.Event):
         token = (ctx.meta or {}).get("progress_token")

@@ -5,6 +5,10 @@ For each stream, the gRPC thread serving it yields the session's outgoing frames
 queue, and a reader thread parses what the shim sends and hands it to the loop (waiting while
 the session is behind, so a flood is held back by gRPC's flow control, not buffered here).
 
+A tools/call of an initialized session whose workspace is known, asking for no progress
+(nearly every call), is run and answered from the call executor directly: the SDK's dispatch
+and two hops through the loop's thread cost more than the rest of the session's work.
+
 Draining (a stop or an upgrade): a session stops reading, waits until every request it read
 has been answered, then sends `closing` and ends; the shim sends whatever was left unanswered
 to the next daemon, which therefore never sees a request twice.
@@ -22,6 +26,7 @@ from typing import Any
 import anyio
 import grpc
 import mcp_types as types
+from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from memnest_proto import memnest_pb2 as pb
 from memnest_proto.version import VERSION
@@ -73,6 +78,10 @@ class SessionHub:
             return await asyncio.get_running_loop().run_in_executor(None, fn)
         return await asyncio.wrap_future(self._submit(client, fn))
 
+    def submit(self, client: str, fn) -> futures.Future | None:
+        """fn in `client`'s turn on the call executor (None: the daemon has none)."""
+        return None if self._submit is None else self._submit(client, fn)
+
     def serve(self, request_iterator, context, identity: str | None) -> Iterator[pb.SessionFrame]:
         first = next(request_iterator, None)
         if first is None or first.WhichOneof("frame") != "start":
@@ -123,6 +132,10 @@ class Pipe:
         # a shim that was connected to another version of memnestd before: its editor may
         # hold that version's tool list
         self._tools_changed = caller.previous_version not in ("", VERSION)
+        self._session: McpSession | None = None
+        self._initialized = False  # the editor said so: calls may be answered directly
+        self._client_name = ""  # as the editor named itself in initialize
+        self._direct: dict[Any, threading.Event] = {}  # calls answered directly: cancelled?
 
     # -- the gRPC side (threads) -----------------------------------------------------------
 
@@ -173,6 +186,8 @@ class Pipe:
                 return True  # draining: the shim sends it again to the next daemon
             if not self._track(message.message):
                 return True
+        if self._answered_directly(message.message):
+            return True
         inbox = self._inbox
         if inbox is None:
             return False
@@ -181,11 +196,65 @@ class Pipe:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, RuntimeError,
                 futures.CancelledError):
             return False
-        if self._tools_changed and isinstance(message.message, types.JSONRPCNotification) and \
+        if isinstance(message.message, types.JSONRPCNotification) and \
                 message.message.method == "notifications/initialized":
-            self._tools_changed = False
-            self._put(pb.SessionFrame(message=TOOLS_CHANGED))
+            self._initialized = True
+            if self._tools_changed:
+                self._tools_changed = False
+                self._put(pb.SessionFrame(message=TOOLS_CHANGED))
+        elif isinstance(message.message, types.JSONRPCRequest) and \
+                message.message.method == "initialize":
+            info = (message.message.params or {}).get("clientInfo")
+            self._client_name = str(info.get("name") or "")[:200] \
+                if isinstance(info, dict) else ""
         return True
+
+    # -- tools/call without the SDK's dispatch ----------------------------------------------
+
+    def _answered_directly(self, message) -> bool:
+        """Run a tools/call on the call executor and answer it from there, without the
+        SDK's dispatch, its validation of the result and two hops through the loop's
+        thread: when the session is initialized, its workspace known (no roots to ask) and
+        the call asks for no progress. Everything else goes to the SDK's session."""
+        if not (self._initialized and isinstance(message, types.JSONRPCRequest)
+                and message.method == "tools/call"):
+            return False
+        session, params = self._session, message.params or {}
+        meta = params.get("_meta")
+        name, arguments = params.get("name"), params.get("arguments")
+        if session is None or self.caller.workspace is None or not isinstance(name, str) \
+                or not isinstance(arguments, dict | None) \
+                or (isinstance(meta, dict) and meta.get("progressToken") is not None):
+            return False
+        cancelled = threading.Event()
+        with self._cond:
+            self._direct[message.id] = cancelled
+        future = self.hub.submit(self.peer, lambda: session.call_now(
+            name, arguments or {}, self._client_name, lambda: not cancelled.is_set()))
+        if future is None:
+            with self._cond:
+                del self._direct[message.id]
+            return False
+        future.add_done_callback(lambda done: self._answer(message.id, done, cancelled))
+        return True
+
+    def _answer(self, request_id, done: futures.Future, cancelled: threading.Event) -> None:
+        try:
+            reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id,
+                                     "result": done.result()}
+        except MCPError as exc:
+            reply = {"jsonrpc": "2.0", "id": request_id,
+                     "error": {"code": exc.code, "message": exc.message}}
+        except Exception:  # outcome() turns failures into results: this is a bug of ours
+            log.exception("a call answered directly failed")
+            reply = {"jsonrpc": "2.0", "id": request_id,
+                     "error": {"code": SERVER_ERROR, "message": "internal error"}}
+        if not cancelled.is_set():  # a cancelled request gets no answer
+            self._put(pb.SessionFrame(message=json.dumps(reply).encode()))
+        with self._cond:
+            self._direct.pop(request_id, None)
+            self._in_flight.discard(request_id)
+            self._cond.notify_all()
 
     def _refuse_malformed(self, line: str, request_id) -> None:
         try:
@@ -211,7 +280,11 @@ class Pipe:
             self._in_flight.add(message.id)
         elif isinstance(message, types.JSONRPCNotification) and \
                 message.method == "notifications/cancelled":
-            self._in_flight.discard((message.params or {}).get("requestId"))
+            request_id = (message.params or {}).get("requestId")
+            self._in_flight.discard(request_id)
+            direct = self._direct.get(request_id)
+            if direct is not None:
+                direct.set()
             self._cond.notify_all()
         return True
 
@@ -268,6 +341,7 @@ class Pipe:
         self._started.set()
         session = McpSession(self.caller, self.hub.service, self.hub.tools,
                              lambda fn: self.hub.run_blocking(self.peer, fn), self._send_state)
+        self._session = session
         server = session.server()
         try:
             async with anyio.create_task_group() as tasks:
