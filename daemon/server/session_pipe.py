@@ -240,17 +240,16 @@ class Pipe:
 
     def _answer(self, request_id, done: futures.Future, cancelled: threading.Event) -> None:
         try:
-            reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id,
-                                     "result": done.result()}
+            data = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": done.result()})
         except MCPError as exc:
-            reply = {"jsonrpc": "2.0", "id": request_id,
-                     "error": {"code": exc.code, "message": exc.message}}
+            data = json.dumps({"jsonrpc": "2.0", "id": request_id,
+                               "error": {"code": exc.code, "message": exc.message}})
         except Exception:  # outcome() turns failures into results: this is a bug of ours
             log.exception("a call answered directly failed")
-            reply = {"jsonrpc": "2.0", "id": request_id,
-                     "error": {"code": SERVER_ERROR, "message": "internal error"}}
+            data = json.dumps({"jsonrpc": "2.0", "id": request_id,
+                               "error": {"code": SERVER_ERROR, "message": "internal error"}})
         if not cancelled.is_set():  # a cancelled request gets no answer
-            self._put(pb.SessionFrame(message=json.dumps(reply).encode()))
+            self._put(pb.SessionFrame(message=data.encode()))
         with self._cond:
             self._direct.pop(request_id, None)
             self._in_flight.discard(request_id)
