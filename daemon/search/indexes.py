@@ -247,7 +247,7 @@ class Scores:
         if self._all is None:
             return index._bounded_top(self._query[None, :], ids, rows, k, -1.0)[0]
         return top_hits(ids, (self._all if rows is None else self._all[rows])[None, :],
-                          k, -1.0)[0]
+                        k, -1.0)[0]
 
     def centred(self, ids: np.ndarray) -> np.ndarray:
         """The similarity of each of `ids` with the corpus mean taken from the query and from
