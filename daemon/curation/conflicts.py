@@ -101,7 +101,7 @@ def keeps_rows(store, settings, workspace: str) -> bool:
     """Whether a write of `workspace`'s memories can keep the whole database's rows: it
     is the only workspace there (or the database is empty). Makes the table if none is
     kept yet. Write lock held."""
-    if any(n > 0 for ws, n in store.per_workspace.items() if ws != workspace):
+    if not _one_workspace(store, workspace):
         return False
     store.neighbours.use_floor(neighbour_floor(settings), values.RULE)
     return True
@@ -166,9 +166,11 @@ def _along_the_graph(table: NeighbourTable, rows: list[int]) -> list[int]:
     return order
 
 
-def _one_workspace(store) -> bool:
-    """Whether the database holds one workspace, whose rows the table keeps."""
-    return sum(1 for n in store.per_workspace.values() if n > 0) <= 1
+def _one_workspace(store, workspace: str | None = None) -> bool:
+    """Whether the database holds one workspace at most (`workspace` or none, when it is
+    named), whose rows the table keeps."""
+    held = {ws for ws, n in store.per_workspace.items() if n > 0}
+    return held <= {workspace} if workspace is not None else len(held) <= 1
 
 
 def _find_rows(store, ids: list[int]) -> list[int]:

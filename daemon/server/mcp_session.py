@@ -92,7 +92,7 @@ class McpSession:
         try:
             workspace = await self._workspace(ctx)
         except ToolError as exc:
-            return _error(f"{exc.code}: {exc.message}")
+            return _result(_failed(exc))
         request = self._request(params.name, params.arguments or {}, workspace,
                                 _client_name(ctx))
         cancelled = threading.Event()
@@ -103,11 +103,7 @@ class McpSession:
         except BaseException:  # cancelled by the editor, or the session ended
             cancelled.set()
             raise
-        answer = self._answer(result, error)
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=answer["content"][0]["text"])],
-            structured_content=answer.get("structuredContent"),
-            is_error=answer.get("isError", False))
+        return _result(self._answer(result, error))
 
     def call_now(self, name: str, arguments: dict, client_name: str,
                  still_wanted: Callable[[], bool]) -> dict:
@@ -133,8 +129,7 @@ class McpSession:
         if error is not None:
             if error.code == "unknown_tool":  # a protocol error, as the MCP specification has it
                 raise MCPError(types.INVALID_PARAMS, f"unknown tool: {error.message}")
-            return {"content": [{"type": "text", "text": f"{error.code}: {error.message}"}],
-                    "isError": True}
+            return _failed(error)
         if isinstance(result, dict) and isinstance(result.get("session"), dict):
             self._pin(result["session"])
         text = render(result, self.caller.response_format)
@@ -224,9 +219,18 @@ def _client_name(ctx) -> str:
     return str(getattr(info, "name", "") or "")[:200]
 
 
-def _error(message: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=message)],
-                                is_error=True)
+def _failed(error: ToolError) -> dict:
+    """A call that failed, in CallToolResult's wire form: what went wrong, for the model."""
+    return {"content": [{"type": "text", "text": f"{error.code}: {error.message}"}],
+            "isError": True}
+
+
+def _result(answer: dict) -> types.CallToolResult:
+    """CallToolResult from its wire form (_answer(), _failed())."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=answer["content"][0]["text"])],
+        structured_content=answer.get("structuredContent"),
+        is_error=answer.get("isError", False))
 
 
 def tool_list(definitions: pb.ListToolsResponse) -> list[types.Tool]:
