@@ -19,8 +19,10 @@ from .term_table import TermTable
 _WORD = re.compile(r"\w+", re.UNICODE)
 COMMIT_DELAY_S = 0.25  # a write's keyword documents are committed this long after it
 # From this many rows a query reads a bound for every row (row_bound.py) and only the rows
-# that can matter in full: past it, memory traffic dominates (bench/RESULTS.md, perf. 17).
-BOUND_FROM_ROWS = 20_000
+# that can matter in full: past it, memory traffic dominates (bench/RESULTS.md, perf. 17;
+# moved down from 20,000 in issue 24's eighth pass: the model's run between two searches
+# leaves little of the matrix in the cache).
+BOUND_FROM_ROWS = 8192
 # A search with a high floor (conflict neighbours, merge candidates) gains from the bound much
 # earlier, since few rows reach the floor; a query's 100 best do not, so they wait for
 # BOUND_FROM_ROWS (bench/RESULTS.md, performance 27).
