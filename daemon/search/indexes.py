@@ -20,7 +20,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 COMMIT_DELAY_S = 0.25  # a write's keyword documents are committed this long after it
 # From this many rows a query reads a bound for every row (row_bound.py) and only the rows
 # that can matter in full: past it, memory traffic dominates (bench/RESULTS.md, perf. 17;
-# moved down from 20,000 in issue 24's eighth pass: the model's run between two searches
+# moved down from 20,000 in issue 24's seventh pass: the model's run between two searches
 # leaves little of the matrix in the cache).
 BOUND_FROM_ROWS = 8192
 # A search with a high floor (conflict neighbours, merge candidates) gains from the bound much
