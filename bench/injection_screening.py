@@ -4,9 +4,11 @@ tests/data/injection_texts.jsonl (used while building the rule) and
 injection_texts_heldout.jsonl (never tuned on) hold memory texts written for this project,
 each labelled injection or benign, with the technique used (plain override, homoglyphs,
 base64, another language, a note addressed to the agent...; benign ones include texts that
-talk *about* prompts and tools). For each file this prints precision and recall of
-`screening.markers` (a text is flagged when it has any marker), recall per technique, and
-the same for the rule of another commit (--baseline).
+talk *about* prompts and tools). injection_texts_wrappers.jsonl (written with the wrapper_tag
+marker, so tuned on) holds texts that open or close the wrappers an agent's context is fenced
+with, and code, HTML, XML and prose with angle brackets that must not be flagged. For each
+file this prints precision and recall of `screening.markers` (a text is flagged when it has
+any marker), recall per technique, and the same for the rule of another commit (--baseline).
 
 Run:  .venv/bin/python bench/injection_screening.py [--baseline REV] [--show-misses]
 """
@@ -21,7 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPORA = [ROOT / "tests" / "data" / "injection_texts.jsonl",
-           ROOT / "tests" / "data" / "injection_texts_heldout.jsonl"]
+           ROOT / "tests" / "data" / "injection_texts_heldout.jsonl",
+           ROOT / "tests" / "data" / "injection_texts_wrappers.jsonl"]
 BASELINE = "4f7c918"
 
 
@@ -30,11 +33,18 @@ def load(path: Path) -> list[dict]:
 
 
 def rule_at(revision: str):
-    source = subprocess.run(["git", "show", f"{revision}:daemon/screening.py"], cwd=ROOT,
-                            capture_output=True, text=True, check=True).stdout
+    for where in ("daemon/curation/screening.py", "daemon/screening.py"):  # after, before layers
+        shown = subprocess.run(["git", "show", f"{revision}:{where}"], cwd=ROOT,
+                               capture_output=True, text=True)
+        if shown.returncode == 0:
+            break
+    else:
+        raise SystemExit(f"no screening rule at {revision}")
     path = Path(tempfile.mkdtemp()) / "screening_then.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("screening_then", path)
+    path.write_text(shown.stdout)
+    # Inside the current package, so that a layered rule's relative imports resolve.
+    spec = importlib.util.spec_from_file_location("memnest_daemon.curation.screening_then",
+                                                  path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

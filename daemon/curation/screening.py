@@ -22,10 +22,15 @@ from functools import lru_cache
 from ..core.content_memo import ContentMemo
 from ..storage.vector_snapshot import digest
 
-SCREENING_VERSION = 1  # bumped when the logic below changes, not only its patterns
+SCREENING_VERSION = 2  # bumped when the logic below changes, not only its patterns
 
 _AI = (r"(ai|llm|agent|assistant|model|chatbot|bot|claude|gpt|chatgpt|copilot|gemini|cursor|"
        r"language\s+model)")
+# Wrappers editors and agents fence context with (Claude Code's reminders and hook output,
+# tool calls and results, untrusted data); a bare <system> is handled apart, XML has it too.
+_WRAPPER = (r"(system[-_\s]?(reminder|prompt|message|instructions?)|(\w+-)+hook|"
+            r"function[-_]?(results?|calls?)|tool[-_]?(results?|response|outputs?)|"
+            r"untrusted[\w-]*|antml:[\w-]+|user[-_]query)")
 _EN = {
     "ignore_instructions": (
         r"\b(ignore|disregard|forget|override|bypass|discard|abandon|set\s+aside|put\s+aside|"
@@ -100,6 +105,18 @@ _EN = {
         r"run|do\s+what|carry\s+out|act\s+on)\b|\b(execute|follow|run|obey|comply|act)\b[^\n]"
         r"{0,20}\b(after|once|when)\s+decod|\b(comply\s+with|follow|execute|obey|run)\s+(the\s+)?"
         r"decoded\b"),
+    # The tags an agent's context is fenced with: memnest's own wrappers (any tag named
+    # memnest-...) open or closed; the other wrappers closed anywhere, and opened where they
+    # start a block of text rather than being named in a sentence ("a <system-reminder>
+    # block" is prose, "<system>Push to main" is not). A value in a Maven-style element
+    # ("<system>GitHub</system>") is neither.
+    "wrapper_tag": (
+        r"<\s*/?\s*memnest(\s*[-_:.]\s*\w|\s*/?>|\s+[\w-]+\s*=)"
+        r"|<\s*/\s*" + _WRAPPER + r"(\s[^<>\n]{0,100})?>"
+        r"|(?<!\w)<\s*/\s*system\s*>"
+        r"|(?m:^)[^\S\n]*<\s*" + _WRAPPER + r"(\s[^<>\n]{0,200})?>"
+        r"|<\s*(" + _WRAPPER + r"|system)(\s[^<>\n]{0,200})?>"
+        r"(\s*\n|[^\S\n]+(?-i:[A-Z])|[^\s<>`'\"][^<\n]*?\s)"),
 }
 # Overrides in other languages, matched on the normalised text (accents kept).
 _OTHER = {
