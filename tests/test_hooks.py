@@ -7,6 +7,7 @@ Input and output shapes: https://docs.claude.com/en/docs/claude-code/hooks (Sess
 under hookSpecificOutput; `decision: block` with a `reason` for Stop)."""
 import json
 import os
+import re
 import subprocess
 import time
 import uuid
@@ -431,7 +432,9 @@ def test_kiro_prompt_hook_reads_user_prompt_and_prints_text(hook_env, workspace,
     proc.stdin.close()
     assert proc.wait(timeout=30) == 0
     text = stdout.decode()
-    assert text.startswith("<memnest-recall>") and f"[#{facts['deploy']} " in text
+    opened = re.match(r"<(memnest-recall-[0-9a-f]{16})>\n", text)
+    assert opened and text.rstrip().endswith(f"</{opened.group(1)}>")
+    assert f"[#{facts['deploy']} " in text
 
 
 @pytest.mark.parametrize("client, files", [
