@@ -386,6 +386,12 @@ def test_the_allow_list_takes_folders_globs_and_their_real_paths(tmp_path):
     assert not policy.allows("bob", str(srv / "app"))
     assert not policy.allows("carol", str(srv / "app"))
     assert not policy.allows("alice", "relative/app")
+    # where a path was found to lead (a resolved workspace, an opened folder): the real path
+    # of an allowed folder reached through a link is inside it, one that leads out is not
+    assert policy.allows("alice", str(srv / "app" / "src"), str(real / "app" / "src"))
+    assert not policy.allows("alice", str(srv / "app" / "src"), str(real / "other"))
+    assert policy.allows_real("alice", str(real / "app" / "src"))
+    assert not policy.allows_real("alice", str(real / "other"))
     # read again when it changes; a file others may write is refused as a whole
     rules.write_text(json.dumps({"bob": [str(real / "other")]}))
     os.utime(rules, ns=(1, 1))

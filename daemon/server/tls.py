@@ -149,6 +149,13 @@ def _within(path: str, pattern: str) -> bool:
     return path == pattern or path.startswith(pattern.rstrip(os.sep) + os.sep)
 
 
+def _real_within(real: str, rules: list[str]) -> bool:
+    # an allowed folder that is itself a symlink counts as its target
+    return any(_within(real, rule) or (not _is_glob(rule) and
+                                       _within(real, os.path.realpath(rule)))
+               for rule in rules)
+
+
 class ClientPolicy:
     """The allow-list: CN -> folders (or simple globs) it may use as workspaces. Read again
     whenever the file changes, so access is granted or withdrawn without a restart."""
@@ -206,21 +213,27 @@ class ClientPolicy:
     def allowed_folders(self, identity: str) -> list[str]:
         return list(self.load().get(identity, []))
 
-    def allows(self, identity: str, workspace: str) -> bool:
+    def allows(self, identity: str, workspace: str, real: str | None = None) -> bool:
         """`workspace` (absolute; checked as given and as its real path) is, or is inside, a
-        folder the identity is allowed."""
+        folder the identity is allowed. `real`: where it was found to lead (an opened
+        folder's own path, a resolved workspace); resolved now when not given."""
         if not identity or not os.path.isabs(workspace) or "\x00" in workspace:
             return False
         rules = self.allowed_folders(identity)
         if not rules:
             return False
-        lexical, real = os.path.normpath(workspace), os.path.realpath(workspace)
+        lexical = os.path.normpath(workspace)
         # as written, and where it leads (a symlink inside an allowed folder that points out
-        # of it leads out); an allowed folder that is itself a symlink counts as its target
-        return any(_within(lexical, rule) for rule in rules) and any(
-            _within(real, rule) or (not _is_glob(rule) and
-                                    _within(real, os.path.realpath(rule)))
-            for rule in rules)
+        # of it leads out)
+        return any(_within(lexical, rule) for rule in rules) and \
+            _real_within(os.path.realpath(workspace) if real is None else real, rules)
+
+    def allows_real(self, identity: str, real: str) -> bool:
+        """`real`, a path without links in it (a workspace as the daemon records it), is, or
+        is inside, a folder the identity is allowed."""
+        if not identity or not os.path.isabs(real) or "\x00" in real:
+            return False
+        return _real_within(os.path.normpath(real), self.allowed_folders(identity))
 
     def refusal(self, identity: str, workspace: str) -> str:
         if not identity:
