@@ -400,3 +400,186 @@ def test_the_allow_list_takes_folders_globs_and_their_real_paths(tmp_path):
     os.chmod(rules, 0o666)
     os.utime(rules, ns=(2, 2))
     assert not policy.allows("bob", str(real / "other"))
+
+
+# -- every path a remote client names stays in its allowed folders -------------------------------
+
+SECRET = "The sibling project's vault opens with the word marmalade"
+
+
+def _local(remote, monkeypatch) -> DaemonClient:
+    """The daemon's own user, on its Unix socket."""
+    for name in REMOTE_VARS:
+        monkeypatch.delenv(name, raising=False)
+    return remote.daemon.client(autostart=False)
+
+
+def _sibling_export(remote, monkeypatch) -> str:
+    """A private memory of the workspace alice may not use, exported there by the local user."""
+    local = _local(remote, monkeypatch)
+    local.call_tool("memory_store", {"content": SECRET}, str(remote.sibling))
+    path = local.call_tool("memory_export", {}, str(remote.sibling))["path"]
+    local.close()
+    assert path.startswith(str(remote.sibling / ".memnest" / "exports"))
+    return path
+
+
+def _refusal(client, tool: str, arguments: dict, workspace) -> ToolFailure:
+    with pytest.raises(ToolFailure) as refused:
+        client.call_tool(tool, arguments, str(workspace))
+    return refused.value
+
+
+def test_a_remote_client_cannot_import_another_workspaces_export(remote, monkeypatch):
+    exported = _sibling_export(remote, monkeypatch)
+    alice = remote_client(monkeypatch, remote.client_env())
+    refused = _refusal(alice, "memory_import", {"path": exported}, remote.allowed)
+    assert refused.code == "not_found"
+    assert f"no file at {exported!r} that this client may read" in refused.message
+    assert str(remote.allowed) in refused.message  # where it may read instead
+    assert "marmalade" not in refused.message
+    for scope in ({}, {"global_search": True}):
+        found = alice.call_tool("memory_search", {"query": "vault word marmalade", **scope},
+                                str(remote.allowed))
+        assert "marmalade" not in json.dumps(found)
+    alice.close()
+    # the daemon's own user still imports from anywhere it may read
+    mine = remote.root / "projects" / "local-only"
+    mine.mkdir()
+    local = _local(remote, monkeypatch)
+    loaded = local.call_tool("memory_import", {"path": exported}, str(mine))
+    assert loaded["memories"]["stored"] == 1
+    found = local.call_tool("memory_search", {"query": "vault word marmalade"}, str(mine))
+    assert "marmalade" in json.dumps(found)
+    local.close()
+
+
+def test_what_is_outside_gets_one_answer_whatever_is_there(remote, monkeypatch):
+    exported = _sibling_export(remote, monkeypatch)
+    folder = remote.sibling / ".memnest" / "exports"
+    unreadable = remote.sibling / "unreadable.json"
+    unreadable.write_text("{}")
+    os.chmod(unreadable, 0)
+    (remote.allowed / "sub").mkdir(exist_ok=True)
+    # inside the allowed folder as written, outside it where the links lead
+    (remote.allowed / "escape").symlink_to(remote.sibling)
+    (remote.allowed / "linked.json").symlink_to(exported)
+    leads_out = str(remote.allowed / "escape" / ".memnest" / "exports" /
+                    os.path.basename(exported))
+    paths = [exported, str(folder / "missing.json"), str(folder), str(unreadable),
+             "/nonexistent/at/all.json", leads_out, str(remote.allowed / "linked.json")]
+    alice = remote_client(monkeypatch, remote.client_env())
+    answers = set()
+    for path in paths:
+        refused = _refusal(alice, "memory_import", {"path": path}, remote.allowed / "sub")
+        assert path in refused.message, refused.message
+        answers.add((refused.code, refused.message.replace(repr(path), "<path>")))
+    assert len(answers) == 1, answers
+    code, message = answers.pop()
+    assert code == "not_found" and message.startswith("no file at <path> that this client")
+    # a missing file inside the workspace answers the same way
+    refused = _refusal(alice, "memory_import", {"path": "nothing/here.json"}, remote.allowed)
+    assert (refused.code, refused.message.replace("'nothing/here.json'", "<path>")) == \
+        (code, message)
+    # inside its allowed folders a remote client reads, from another workspace there too
+    mine = alice.call_tool("memory_export", {}, str(remote.allowed))["path"]
+    loaded = alice.call_tool("memory_import", {"path": mine}, str(remote.allowed / "sub"))
+    assert loaded["path"] == mine and loaded["memories"]["in_file"] >= 1
+    alice.close()
+    os.chmod(unreadable, 0o600)
+
+
+def test_a_remote_client_writes_only_under_its_workspaces_memnest(remote, monkeypatch):
+    alice = remote_client(monkeypatch, remote.client_env())
+    home = os.path.expanduser("~")
+    for tool in ("memory_export", "memory_graph_html"):
+        for path in (str(remote.sibling / "out.file"), str(remote.allowed / "out.file"),
+                     "out.file", "~/out.file"):
+            refused = _refusal(alice, tool, {"path": path}, remote.allowed)
+            assert refused.code == "permission_denied", refused.message
+            assert f"for a remote client only under {remote.allowed}/.memnest/" in \
+                refused.message
+            assert repr(path) in refused.message
+            if home != "/":
+                assert home not in refused.message.replace(str(remote.root), "")
+        written = alice.call_tool(tool, {"path": f".memnest/{tool}.out"}, str(remote.allowed))
+        assert written["path"] == str(remote.allowed / ".memnest" / f"{tool}.out")
+    assert not (remote.sibling / "out.file").exists()
+    assert not (remote.allowed / "out.file").exists()
+    alice.close()
+
+
+def test_set_workspace_is_held_to_the_allowed_folders(remote, monkeypatch):
+    (remote.allowed / "door").symlink_to(remote.sibling)
+    alice = remote_client(monkeypatch, remote.client_env())
+    refused = _refusal(alice, "memory_set_workspace", {"workspace": "door"}, remote.allowed)
+    assert refused.code == "permission_denied" and "may not use workspace" in refused.message
+    refused = _refusal(alice, "memory_set_workspace", {"workspace": "~"}, remote.allowed)
+    assert refused.code == "permission_denied" and "'~'" in refused.message
+    refused = _refusal(alice, "memory_set_workspace",
+                       {"workspace": ".", "db_path": str(remote.sibling / "x.lbug")},
+                       remote.allowed)
+    assert "takes no db_path over TLS" in refused.message
+    (remote.allowed / "inner").mkdir(exist_ok=True)
+    pinned = alice.call_tool("memory_set_workspace", {"workspace": "inner"},
+                             str(remote.allowed))
+    assert pinned["session"]["workspace"] == str(remote.allowed / "inner")
+    alice.close()
+
+
+def test_the_shim_carries_the_confinement(remote, tmp_path, monkeypatch):
+    exported = _sibling_export(remote, monkeypatch)
+
+    async def body():
+        async with remote.daemon.mcp(tmp_path, **remote.client_env()) as s:
+            return error_text(await s.call_tool("memory_import", {"path": exported}))
+
+    refused = anyio.run(body)
+    assert "not_found" in refused and "that this client may read" in refused
+
+
+def test_the_output_folder_extends_to_a_remote_client_only_inside_its_folders(tmp_path):
+    from memnest_daemon.core.errors import ToolError
+    from memnest_daemon.server.tls import ClientPolicy
+    from memnest_daemon.storage.safe_files import read_file, write_file
+    from memnest_daemon.tools.registry import Confinement
+
+    allowed, elsewhere = tmp_path / "allowed", tmp_path / "elsewhere"
+    workspace = allowed / "app"
+    for folder in (workspace, allowed / "out", elsewhere / "out"):
+        folder.mkdir(parents=True)
+    (allowed / "out" / "door").symlink_to(elsewhere / "out")
+    rules = tmp_path / "clients.json"
+    rules.write_text(json.dumps({"alice": [str(allowed)]}))
+    os.chmod(rules, 0o600)
+    policy = ClientPolicy(rules)
+    alice = Confinement("alice", lambda p, r: policy.allows("alice", p, r),
+                        lambda w: policy.allows_real("alice", w),
+                        lambda: policy.allowed_folders("alice"))
+
+    def write(path: Path, output_dir: Path, confined) -> str:
+        return write_file(str(workspace), str(path), "", b"MN data", b"MN", "test file",
+                          str(output_dir), confined)
+
+    # the local user's output folder, outside alice's folders: hers only to be refused
+    target = elsewhere / "out" / "a.txt"
+    with pytest.raises(ToolError) as refused:
+        write(target, elsewhere / "out", alice)
+    assert refused.value.code == "permission_denied"
+    assert "for a remote client only under" in refused.value.message
+    assert "MEMNEST_OUTPUT_DIR" not in refused.value.message and not target.exists()
+    assert write(target, elsewhere / "out", None) == str(target)
+    # inside her folders it counts, but not through a link that leads out of them
+    assert write(allowed / "out" / "b.txt", allowed / "out", alice) == \
+        str(allowed / "out" / "b.txt")
+    with pytest.raises(ToolError) as refused:
+        write(allowed / "out" / "door" / "c.txt", allowed / "out", alice)
+    assert refused.value.code == "permission_denied"
+    assert not (elsewhere / "out" / "c.txt").exists()
+    # reading: inside her folders, and the local user anywhere
+    assert read_file(str(workspace), str(allowed / "out" / "b.txt"), 100, alice)[0] == \
+        b"MN data"
+    with pytest.raises(ToolError) as refused:
+        read_file(str(workspace), str(target), 100, alice)
+    assert refused.value.code == "not_found"
+    assert read_file(str(workspace), str(target), 100, None)[0] == b"MN data"

@@ -20,7 +20,7 @@ from ..core.errors import ToolError
 from ..core.records import Origin
 from ..store.registry import check_workspace
 from ..tools import TOOLS, ToolContext
-from ..tools.registry import parse_arguments, unknown_tool_message
+from ..tools.registry import Confinement, parse_arguments, unknown_tool_message
 from .tls import IDENTITY_PREFIX, tls_identity
 
 log = logging.getLogger(__name__)
@@ -186,7 +186,8 @@ class MemnestService(pb_grpc.MemnestServicer):
                               runtime=self._facts_for(identity), progress=progress,
                               still_wanted=still_wanted,
                               origin=Origin.claimed(request.origin.via, claimed,
-                                                    request.origin.session))
+                                                    request.origin.session),
+                              confinement=self._confinement(identity))
             result = tool.handler(ctx, arguments)
             note = self._model_note(request)
             if note and isinstance(result, dict):
@@ -201,10 +202,11 @@ class MemnestService(pb_grpc.MemnestServicer):
                 log.warning("%s could not write: %s", request.tool, exc)
                 return None, ToolError("storage_error", storage)
             log.exception("%s raised", request.tool)
+            where = self.runtime.log_path if identity is None else "the daemon's log"
             return None, ToolError(
                 "internal", f"{request.tool} failed inside the daemon: "
                 f"{type(exc).__name__}: {exc}. The daemon is still running; details are in "
-                f"{self.runtime.log_path}")
+                f"{where}")
         finally:
             if ctx is not None:
                 ctx.close()
@@ -232,17 +234,39 @@ class MemnestService(pb_grpc.MemnestServicer):
             raise refuse(f"tls client {identity!r} may not choose the database file "
                          f"({request.db_path!r}): a remote client uses each workspace's own "
                          "database; unset MEMORY_DB_PATH")
-        for workspace in (request.workspace, resolved):
-            if workspace is not None and not policy.allows(identity, workspace):
-                raise refuse(policy.refusal(identity, workspace))
+        # as sent, then (once resolved) as sent and where it led
+        if not policy.allows(identity, request.workspace, resolved):
+            raise refuse(policy.refusal(identity, request.workspace))
         if request.tool == "memory_set_workspace":
             if arguments.get("db_path"):
                 raise refuse(f"tls client {identity!r} may not choose the database file: "
                              "memory_set_workspace takes no db_path over TLS")
-            target = os.path.join(resolved or request.workspace,
-                                  os.path.expanduser(str(arguments.get("workspace", "")).strip()))
-            if not policy.allows(identity, target):
-                raise refuse(policy.refusal(identity, os.path.normpath(target)))
+            given = str(arguments.get("workspace", "")).strip()
+            target = os.path.expanduser(given)
+            # the tool joins it to the resolved workspace; the lexical check uses the path sent
+            real = None if resolved is None else os.path.realpath(os.path.join(resolved, target))
+            if not policy.allows(identity, os.path.join(request.workspace, target), real):
+                # "~" would show the daemon user's home: such a path is named as given
+                shown = given if given.startswith("~") else \
+                    os.path.normpath(os.path.join(request.workspace, target))
+                raise refuse(policy.refusal(identity, shown))
+
+    def _confinement(self, identity: str | None) -> Confinement | None:
+        """What a TLS caller's tools may reach: its allowed folders. None: the local user."""
+        if identity is None:
+            return None
+        policy = self.policy
+
+        def path_allowed(path: str, real: str | None) -> bool:
+            return policy is not None and policy.allows(identity, path, real)
+
+        def workspace_allowed(workspace: str) -> bool:
+            return policy is not None and policy.allows_real(identity, workspace)
+
+        def folders() -> list[str]:
+            return [] if policy is None else policy.allowed_folders(identity)
+
+        return Confinement(identity, path_allowed, workspace_allowed, folders)
 
     def _facts_for(self, identity: str | None):
         """The runtime facts a caller may see: a TLS caller sees only its own workspaces."""
@@ -253,7 +277,7 @@ class MemnestService(pb_grpc.MemnestServicer):
         def facts() -> dict:
             out = self.runtime.facts()
             out["open_workspaces"] = [w for w in out["open_workspaces"] if policy is not None
-                                      and policy.allows(identity, w)]
+                                      and policy.allows_real(identity, w)]
             return out
         return facts
 
@@ -270,8 +294,11 @@ class MemnestService(pb_grpc.MemnestServicer):
             if store is None:
                 continue
             if identity is not None and (self.policy is None or
-                                         not self.policy.allows(identity, workspace)):
+                                         not self.policy.allows_real(identity, workspace)):
                 continue  # a TLS caller sees only the workspaces it may use
+            if identity is not None and db_path != ":memory:" and \
+                    not self.policy.allows_real(identity, db_path):
+                db_path = ""  # the local user's MEMORY_DB_PATH, outside this client's folders
             workspaces.append(pb.WorkspaceStatus(
                 workspace=workspace, db_path=db_path,
                 memories=sum(1 for m in list(store.catalog.values()) if m.workspace == workspace),

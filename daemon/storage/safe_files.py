@@ -9,6 +9,12 @@ The rules:
   when the daemon's user set one (an absolute path there). A path read (an import) may be
   absolute and point anywhere the daemon's user may read. A path inside the workspace
   follows the workspace rules however it is written.
+- A remote caller (a TLS client, `confined`) reads only inside the folders its identity is
+  allowed: the path as written and the folder it really leads to (the opened directory's own
+  path, so no link leads out between check and use), and never through a link as the last
+  component. It writes only under the workspace's `.memnest/`, or under MEMNEST_OUTPUT_DIR
+  when that lies in its allowed folders. Whatever keeps it from a file (refused, missing, a
+  folder, unreadable outside) gets one answer, so nothing about the daemon's machine shows.
 - Writes go to a new temporary file in the target directory (O_EXCL, mode 0600) that then
   replaces the target atomically: a reader never sees half a file, and an existing symbolic
   link is never written through. An existing file is replaced only if it is one of ours
@@ -27,12 +33,51 @@ import secrets
 import stat
 import time
 from dataclasses import dataclass, field
+from typing import Protocol
+
+try:
+    import fcntl
+except ImportError:  # not on Windows, where no remote confinement is served
+    fcntl = None  # type: ignore[assignment]
 
 from ..core.errors import ToolError, invalid
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+class Confined(Protocol):
+    """A remote caller's reach (tools/registry.py Confinement)."""
+
+    def allows(self, path: str, real: str | None = None) -> bool: ...
+
+    def where(self) -> str: ...
+
+
+def unreachable(path: str, confined: Confined) -> ToolError:
+    """The one answer a remote caller gets for a file it may not have, whether it exists or
+    not; `path` as the caller gave it."""
+    return ToolError("not_found",
+                     f"no file at {path!r} that this client may read: {confined.where()}. "
+                     "Give a path inside this workspace (relative to it), e.g. the path "
+                     "memory_export returned")
+
+
+def _real_path(fd: int) -> str | None:
+    """Where an open file or directory really is, links resolved by the kernel; None when
+    the system cannot say."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        pass
+    getpath = getattr(fcntl, "F_GETPATH", None)
+    if getpath is not None:
+        try:
+            return os.fsdecode(fcntl.fcntl(fd, getpath, bytes(1024)).split(b"\0", 1)[0])
+        except OSError:
+            pass
+    return None
 
 
 @dataclass
@@ -83,13 +128,20 @@ def _check_name(name: str, raw: str) -> None:
         raise invalid(f"path {raw!r} names a directory; give a file name")
 
 
+class MissingFolder(ToolError):
+    """A directory on the way to the file does not exist."""
+
+    def __init__(self, shown: str):
+        super().__init__("invalid_argument", f"directory {shown} does not exist")
+
+
 def _open_parent(workspace: str, loc: Location, create: bool) -> int:
     """A descriptor of the directory that holds the file (caller closes it)."""
     if not loc.inside:
         try:
             return os.open(loc.parent, _DIR_FLAGS)
         except FileNotFoundError:
-            raise invalid(f"directory {loc.parent} does not exist") from None
+            raise MissingFolder(loc.parent) from None
         except NotADirectoryError:
             raise invalid(f"{loc.parent} is not a directory") from None
         except PermissionError:
@@ -103,7 +155,7 @@ def _open_parent(workspace: str, loc: Location, create: bool) -> int:
                 next_fd = os.open(part, _DIR_FLAGS | _NOFOLLOW, dir_fd=fd)
             except FileNotFoundError:
                 if not create:
-                    raise invalid(f"directory {here} does not exist") from None
+                    raise MissingFolder(here) from None
                 try:
                     os.mkdir(part, 0o700, dir_fd=fd)
                 except FileExistsError:
@@ -143,35 +195,50 @@ OWN_FOLDER = ".memnest"
 
 
 def write_file(workspace: str, path: str | None, default: str, data: bytes,
-               signature: bytes, kind: str, output_dir: str = "") -> str:
+               signature: bytes, kind: str, output_dir: str = "",
+               confined: Confined | None = None) -> str:
     """Write `data` atomically (mode 0600); returns the absolute path written. An existing
     file is replaced only if it starts with `signature` (an earlier file of the same kind).
     Files are written only under the workspace's own folder (.memnest/) or under
     `output_dir` (MEMNEST_OUTPUT_DIR, the user's choice): a tool call steered by text the
-    agent read must not create files anywhere else."""
-    return _write(workspace, path, default, data, signature, kind, output_dir, 0)[0]
+    agent read must not create files anywhere else. `confined`: a remote caller, for whom
+    `output_dir` counts only inside its allowed folders."""
+    return _write(workspace, path, default, data, signature, kind, output_dir, 0,
+                  confined)[0]
 
 
 def write_file_keeping(workspace: str, path: str | None, default: str, data: bytes,
                        signature: bytes, kind: str, output_dir: str,
-                       keep: int) -> tuple[str, dict | None]:
+                       keep: int, confined: Confined | None = None) -> tuple[str, dict | None]:
     """write_file(), keeping the file it replaces as a snapshot beside it:
     `<stem>-snapshots/<stem>-<UTC time>[-n]<suffix>` (e.g. .memnest/graph-snapshots/
     graph-20260101T120000Z.html), and only the newest `keep` snapshots memnest wrote there.
     Returns the path written and what happened to the snapshots (None when keep is 0)."""
-    return _write(workspace, path, default, data, signature, kind, output_dir, keep)
+    return _write(workspace, path, default, data, signature, kind, output_dir, keep,
+                  confined)
 
 
 def _write(workspace: str, path: str | None, default: str, data: bytes, signature: bytes,
-           kind: str, output_dir: str, keep: int) -> tuple[str, dict | None]:
+           kind: str, output_dir: str, keep: int,
+           confined: Confined | None) -> tuple[str, dict | None]:
     loc = locate(workspace, path, default)
-    _check_confined(loc, workspace, kind, output_dir)
+    if confined is not None and output_dir and not confined.allows(output_dir):
+        output_dir = ""  # the daemon's user chose it for themselves, not for remote clients
+    remote_path = None if confined is None else (default if path is None else path)
+    _check_confined(loc, workspace, kind, output_dir, remote_path)
     try:
         dir_fd = _open_parent(workspace, loc, create=loc.inside)
     except ToolError:
         raise
     except OSError as exc:
         raise _storage_error("reach the directory of", loc, exc) from None
+    if confined is not None and not loc.inside:
+        # the folder opened, links resolved: still under an output folder it may use
+        real = _real_path(dir_fd)
+        if real is None or not _under(real, os.path.realpath(output_dir)) or \
+                not confined.allows(loc.parent, real):
+            os.close(dir_fd)
+            raise _write_refusal(loc, workspace, kind, "", remote_path)
     tmp = None
     snapshots = None
     try:
@@ -209,20 +276,35 @@ def _write(workspace: str, path: str | None, default: str, data: bytes, signatur
     return loc.shown, snapshots
 
 
-def _check_confined(loc: Location, workspace: str, kind: str, output_dir: str) -> None:
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _check_confined(loc: Location, workspace: str, kind: str, output_dir: str,
+                    remote_path: str | None = None) -> None:
+    """Refuses a write outside .memnest/ and the output folder. `remote_path`: the path as
+    a remote caller gave it, shown instead of where it leads on the daemon's machine."""
     if loc.inside and loc.walk[:1] == [OWN_FOLDER]:
         return
     if output_dir and not loc.inside:
-        allowed = os.path.realpath(output_dir)
-        parent = os.path.realpath(loc.parent)
-        if parent == allowed or parent.startswith(allowed.rstrip(os.sep) + os.sep):
+        if _under(os.path.realpath(loc.parent), os.path.realpath(output_dir)):
             return
+    raise _write_refusal(loc, workspace, kind, output_dir, remote_path)
+
+
+def _write_refusal(loc: Location, workspace: str, kind: str, output_dir: str,
+                   remote_path: str | None) -> ToolError:
     where = f"{os.path.join(workspace, OWN_FOLDER)}/" + \
         (f" or under MEMNEST_OUTPUT_DIR ({output_dir})" if output_dir else "")
-    raise ToolError("permission_denied",
-                    f"memnest writes a {kind} only under {where}, not to {loc.shown}; give a "
-                    f"path such as {OWN_FOLDER}/{loc.name}, then copy the file where you want "
-                    "it (the daemon's user may set MEMNEST_OUTPUT_DIR to allow a folder)")
+    if remote_path is not None:
+        return ToolError("permission_denied",
+                         f"memnest writes a {kind} for a remote client only under {where}, "
+                         f"not to {remote_path!r}; give a path such as {OWN_FOLDER}/"
+                         f"{loc.name}, or leave the path out for the default")
+    return ToolError("permission_denied",
+                     f"memnest writes a {kind} only under {where}, not to {loc.shown}; give a "
+                     f"path such as {OWN_FOLDER}/{loc.name}, then copy the file where you "
+                     "want it (the daemon's user may set MEMNEST_OUTPUT_DIR to allow a folder)")
 
 
 def _check_replaceable(dir_fd: int, loc: Location, signature: bytes, kind: str) -> None:
@@ -439,27 +521,31 @@ def _unlink_same(dir_fd: int, name: str, st: os.stat_result) -> bool:
     return True
 
 
-def read_file(workspace: str, path: str, limit: int) -> tuple[bytes, str]:
-    """The bytes of a regular file (at most `limit`) and its absolute path."""
+def read_file(workspace: str, path: str, limit: int,
+              confined: Confined | None = None) -> tuple[bytes, str]:
+    """The bytes of a regular file (at most `limit`) and its absolute path. `confined`: a
+    remote caller, who reads only inside its allowed folders (see the module's rules)."""
     loc = locate(workspace, path, "")
+    if confined is None:
+        dir_fd = _parent_to_read(workspace, loc)
+    else:
+        dir_fd = _parent_to_read_remote(workspace, loc, path, confined)
     try:
-        dir_fd = _open_parent(workspace, loc, create=False)
-    except ToolError:
-        raise
-    except OSError as exc:
-        raise _storage_error("reach the directory of", loc, exc) from None
-    try:
-        follow = 0 if not loc.inside else _NOFOLLOW  # an explicit outside path may be a link
+        # an explicit outside path may be a link, for the local user only
+        follow = 0 if not loc.inside and confined is None else _NOFOLLOW
         try:
             fd = os.open(loc.name, os.O_RDONLY | follow | _NONBLOCK
                          | getattr(os, "O_CLOEXEC", 0), dir_fd=dir_fd)
         except FileNotFoundError:
+            if confined is not None:
+                raise unreachable(path, confined) from None
             raise ToolError("not_found", f"no file at {loc.shown}") from None
         except OSError as exc:
             st = _lstat(dir_fd, loc.name)
             if st is not None and stat.S_ISLNK(st.st_mode):
+                where = "inside the workspace" if confined is None else "for a remote client"
                 raise invalid(f"{loc.shown} is a symbolic link; memnest does not follow links "
-                              "inside the workspace. Give the path of the file itself") from None
+                              f"{where}. Give the path of the file itself") from None
             if isinstance(exc, PermissionError):
                 raise invalid(f"no permission to read {loc.shown}") from None
             raise _storage_error("read", loc, exc) from None
@@ -487,6 +573,38 @@ def read_file(workspace: str, path: str, limit: int) -> tuple[bytes, str]:
             os.close(fd)
     finally:
         os.close(dir_fd)
+
+
+def _parent_to_read(workspace: str, loc: Location) -> int:
+    try:
+        return _open_parent(workspace, loc, create=False)
+    except ToolError:
+        raise
+    except OSError as exc:
+        raise _storage_error("reach the directory of", loc, exc) from None
+
+
+def _parent_to_read_remote(workspace: str, loc: Location, path: str,
+                           confined: Confined) -> int:
+    """The directory holding the file, for a remote caller: inside the workspace by its
+    rules (a missing folder answered as a refused one), outside only in an allowed folder,
+    checked as written before anything is opened and where it really is once opened."""
+    if loc.inside:
+        try:
+            return _parent_to_read(workspace, loc)
+        except MissingFolder:
+            raise unreachable(path, confined) from None
+    if not confined.allows(loc.shown):
+        raise unreachable(path, confined)
+    try:
+        fd = os.open(loc.parent, _DIR_FLAGS)
+    except OSError:
+        raise unreachable(path, confined) from None
+    real = _real_path(fd)
+    if real is None or not confined.allows(loc.parent, real):
+        os.close(fd)
+        raise unreachable(path, confined)
+    return fd
 
 
 def _lstat(dir_fd: int, name: str):

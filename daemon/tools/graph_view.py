@@ -74,7 +74,7 @@ def memory_graph_html(ctx: ToolContext, args: dict) -> dict:
     page = render(data)
     path, snapshots = write_file_keeping(ctx.workspace, args.get("path"), DEFAULT_PATH, page,
                                          SIGNATURE, "graph page", ctx.settings.output_dir,
-                                         ctx.settings.graph_snapshots)
+                                         ctx.settings.graph_snapshots, ctx.confinement)
     out = {"path": path, "url": Path(path).as_uri(), "nodes": nodes,
            "memories": len(memories), "topics": len(topics), "edges": len(edges),
            "keep_separate": len(separate), "bytes": len(page)}

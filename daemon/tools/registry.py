@@ -30,6 +30,33 @@ _TYPES = validators.Draft202012Validator.TYPE_CHECKER.redefine(
 StrictValidator = validators.extend(validators.Draft202012Validator, type_checker=_TYPES)
 
 
+@dataclass(frozen=True)
+class Confinement:
+    """A remote caller (a TLS client) and the folders its identity may use, which bound every
+    path a tool takes from it and every workspace a tool shows it. A ToolContext without one
+    serves the local user on the Unix socket."""
+    identity: str
+    # (absolute path as written, where it was found to lead or None to resolve it now)
+    path_allowed: Callable[[str, str | None], bool]
+    workspace_allowed: Callable[[str], bool]  # a workspace as recorded (its real path)
+    folders: Callable[[], list[str]]
+
+    def allows(self, path: str, real: str | None = None) -> bool:
+        return self.path_allowed(path, real)
+
+    def allows_workspace(self, workspace: str) -> bool:
+        return self.workspace_allowed(workspace)
+
+    def hides_any(self, workspaces) -> bool:
+        """Some of these workspaces are not this caller's to see."""
+        return any(not self.workspace_allowed(w) for w in workspaces)
+
+    def where(self) -> str:
+        """Which files this caller may name, for a refusal."""
+        folders = ", ".join(self.folders()) or "none"
+        return f"tls client {self.identity!r} may use only its allowed folders ({folders})"
+
+
 @dataclass
 class ToolContext:
     workspace: str
@@ -41,6 +68,7 @@ class ToolContext:
     progress: Callable[[float, float, str], None] = lambda done, total, message: None
     still_wanted: Callable[[], bool] = lambda: True  # False once the caller has gone
     origin: Origin = Origin()  # who asks: the provenance of what this call stores
+    confinement: Confinement | None = None  # a remote caller's reach; None: the local user
     _store: MemoryStore | None = None
     # what teammates' shared files brought in at the start of this call (team/sync.py)
     team_sync: object = None

@@ -5,7 +5,7 @@ workspace and answers with a `session` directive that the client (memnest-mcp) a
 its own later calls."""
 import os
 
-from ..core.errors import invalid
+from ..core.errors import ToolError, invalid
 from ..store.registry import check_workspace, database_path
 from .registry import ToolContext, tool
 
@@ -27,6 +27,17 @@ def memory_set_workspace(ctx: ToolContext, args: dict) -> dict:
         raise invalid("workspace is empty")
     workspace = check_workspace(os.path.join(ctx.workspace, target))
     db_path = args.get("db_path", "").strip()
+    confined = ctx.confinement
+    if confined is not None:
+        # the server checked the path as sent; this is where it led when it was resolved
+        if db_path:
+            raise ToolError("permission_denied", f"tls client {confined.identity!r} may not "
+                            "choose the database file: memory_set_workspace takes no db_path "
+                            "over TLS")
+        if not confined.allows_workspace(workspace):
+            raise ToolError("permission_denied",
+                            f"tls client {confined.identity!r} may not use workspace "
+                            f"{args['workspace'].strip()!r}: {confined.where()}")
     store = ctx.stores.acquire(workspace, db_path)  # opens it now: errors surface here
     try:
         with store.reading():

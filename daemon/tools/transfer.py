@@ -101,7 +101,7 @@ def memory_export(ctx: ToolContext, args: dict) -> dict:
     assert data.startswith(SIGNATURE)
     default = f"{DEFAULT_DIR}/memories-{datetime.now(timezone.utc):%Y%m%d-%H%M%S-%f}.json"
     path = write_file(ctx.workspace, args.get("path"), default, data, SIGNATURE,
-                      "memory export", ctx.settings.output_dir)
+                      "memory export", ctx.settings.output_dir, ctx.confinement)
     return {"path": path, "format": FORMAT, "version": VERSION_1, **counts,
             "bytes": len(data), "includes_workspace_paths": with_paths}
 
@@ -327,11 +327,12 @@ def _parse(data: bytes, settings) -> _Parsed:
       {"type": "object",
        "properties": {"path": {**PATH, "description": "The export file: relative to the "
                                                       "workspace (may not leave it), or "
-                                                      "absolute."}},
+                                                      "absolute (for a remote client, "
+                                                      "inside its allowed folders)."}},
        "required": ["path"], "additionalProperties": False},
       idempotent=True, long_running=True)
 def memory_import(ctx: ToolContext, args: dict) -> dict:
-    data, shown = read_file(ctx.workspace, args["path"], MAX_IMPORT_BYTES)
+    data, shown = read_file(ctx.workspace, args["path"], MAX_IMPORT_BYTES, ctx.confinement)
     parsed = parse_export(data, shown, ctx.settings)
     del data
     memories = _ImportedMemories(len(parsed.items))
