@@ -538,6 +538,44 @@ def test_the_shim_carries_the_confinement(remote, tmp_path, monkeypatch):
     assert "not_found" in refused and "that this client may read" in refused
 
 
+def test_a_shared_database_shows_a_remote_client_only_its_workspaces(remote, monkeypatch):
+    """A workspace of the local user's keeps its memories in alice's database file
+    (MEMORY_DB_PATH): alice sees none of them, and memory_query, which sees the whole file, is
+    refused to her."""
+    theirs = remote.root / "projects" / "theirs"
+    theirs.mkdir()
+    shared_db = str(remote.allowed / ".memnest" / "memory.lbug")
+    local = _local(remote, monkeypatch)
+    local.call_tool("memory_store", {"content": "The payroll export runs at dawn on Fridays"},
+                    str(theirs), db_path=shared_db)
+    found = local.call_tool("memory_search", {"query": "payroll export", "global_search": True},
+                            str(remote.allowed))
+    assert "payroll" in json.dumps(found)  # the local user searches the whole file
+    local.close()
+    alice = remote_client(monkeypatch, remote.client_env())
+    found = alice.call_tool("memory_search", {"query": "payroll export", "global_search": True},
+                            str(remote.allowed))
+    assert "payroll" not in json.dumps(found)
+    assert found["scope"] == "workspace" and "kept to this workspace" in found["scope_note"]
+    stats = alice.call_tool("memory_stats", {}, str(remote.allowed))
+    assert str(theirs) not in json.dumps(stats)
+    assert stats["db_scope"]["shared"] and stats["db_scope"]["other_workspaces"] == []
+    refused = _refusal(alice, "memory_query",
+                       {"cypher_query": "MATCH (m:Memory) RETURN m.content", "read_only": True},
+                       remote.allowed)
+    assert refused.code == "permission_denied" and "whole database file" in refused.message
+    alice.close()
+    # the local user points alice's workspace at a file elsewhere: Status does not name it
+    elsewhere = str(remote.sibling / ".memnest" / "elsewhere.lbug")
+    local = _local(remote, monkeypatch)
+    local.call_tool("memory_stats", {}, str(remote.allowed), db_path=elsewhere)
+    local.close()
+    status = pb_grpc.MemnestStub(remote.channel("alice")).Status(pb.StatusRequest(), timeout=5)
+    shown = {w.workspace: w.db_path for w in status.workspaces}
+    assert shown[str(remote.allowed)] == "", shown
+    assert all(w.startswith(str(remote.allowed)) for w in shown), shown
+
+
 def test_the_output_folder_extends_to_a_remote_client_only_inside_its_folders(tmp_path):
     from memnest_daemon.core.errors import ToolError
     from memnest_daemon.server.tls import ClientPolicy

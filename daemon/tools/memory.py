@@ -142,6 +142,10 @@ def memory_search(ctx: ToolContext, args: dict) -> dict:
     pool = max(ctx.settings.search_candidates, offset + top_k)
     mode = args.get("fusion", ctx.settings.fusion)
     with store.reading():
+        narrowed = everywhere and ctx.confinement is not None and ctx.confinement.hides_any(
+            w for w, n in store.per_workspace.items() if n > 0)
+        if narrowed:  # a remote caller sees only the workspaces it may use
+            flt.workspace, everywhere = ctx.workspace, False
         ranked = rank(store, query, query_vector, flt, pool=pool, mode=mode,
                       rrf_k=ctx.settings.rrf_k, census=census)
         ranked = demote_superseded(store.graph, boost(ranked, store.signal, graph_weight))
@@ -165,6 +169,9 @@ def memory_search(ctx: ToolContext, args: dict) -> dict:
     out = {"results": results, "count": len(results), "offset": offset,
            "has_more": offset + top_k < len(ranked), "scope": "global" if everywhere
            else "workspace"}
+    if narrowed:
+        out["scope_note"] = ("global_search was kept to this workspace: this database also "
+                             "holds workspaces this remote client may not use")
     if flagged:
         out["conflicts_hint"] = SEARCH_CONFLICTS_HINT
     if census is not None:

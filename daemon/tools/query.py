@@ -12,6 +12,8 @@ every index are rebuilt from the database.
 import logging
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from ..core.errors import ToolError, invalid
 from ..cypher import guard
@@ -163,9 +165,24 @@ def _run_here(store, job: dict) -> dict:
         raise ToolError(exc.code, exc.message) from None
 
 
+@contextmanager
+def _reach_checked(ctx: ToolContext, store) -> Iterator[None]:
+    """The query sees the whole file: a remote caller runs one only when every workspace
+    with memories in it is one it may use. Entered with the lock held, before any write."""
+    confined = ctx.confinement
+    if confined is not None and confined.hides_any(
+            w for w, n in store.per_workspace.items() if n > 0):
+        raise permission_denied(
+            f"memory_query sees the whole database file, and this one also holds memories "
+            f"of workspaces tls client {confined.identity!r} may not use; use memory_search, "
+            "memory_list and memory_get, which stay in this workspace")
+    yield
+
+
 def _read(ctx, query, params, max_rows, full_vectors, verdict) -> dict:
     store = ctx.store
-    with store.writing():  # the database is closed while the worker holds it
+    # the database is closed while the worker holds it
+    with store.writing(), _reach_checked(ctx, store):
         reply = _run(ctx, store, _job(ctx, store, query, params, max_rows, full_vectors,
                                       verdict))
     return _shape(reply["collected"], verdict, max_rows)
@@ -173,7 +190,7 @@ def _read(ctx, query, params, max_rows, full_vectors, verdict) -> dict:
 
 def _write(ctx, query, params, max_rows, full_vectors, verdict) -> dict:
     store = ctx.store
-    with store.writing(), store.rebuilt_afterwards():
+    with store.writing(), _reach_checked(ctx, store), store.rebuilt_afterwards():
         reply = _run(ctx, store, _job(ctx, store, query, params, max_rows, full_vectors,
                                       verdict))
         repaired = reconcile(store, ctx.embedder.embed, ctx.workspace, clean_raw, ctx.origin)

@@ -26,7 +26,7 @@ def memory_stats(ctx: ToolContext, args: dict) -> dict:
         top = sorted(mine, key=lambda m: (m.importance, m.access_count, m.id), reverse=True)[:5]
         census = index_census(store)
         vector_index = vector_index_status(store, census)
-        scope = db_scope(store, ctx.workspace)
+        scope = db_scope(store, ctx.workspace, ctx.confinement)
         newest = max((m.updated_at for m in mine), default=None)
         shared = sum(m.scope == "shared" for m in mine)
     warnings = [f"shared memory file not imported: {w}" for w in team.warnings(store,
@@ -58,18 +58,22 @@ def memory_stats(ctx: ToolContext, args: dict) -> dict:
 OTHER_WORKSPACES_SHOWN = 10  # db_scope names at most this many other workspaces
 
 
-def db_scope(store, workspace: str) -> dict:
+def db_scope(store, workspace: str, confined=None) -> dict:
     """Which workspaces own memories in this database file (the catalog is the file's rows,
     kept in step by every write), not which ones configuration says should: one database
-    per workspace holds only when no other workspace owns a memory in it."""
+    per workspace holds only when no other workspace owns a memory in it. `confined`: a
+    remote caller (tools/registry.py Confinement), shown only the workspaces it may use."""
     owners = {w: n for w, n in store.per_workspace.items() if n > 0}
     others = sorted(((w, n) for w, n in owners.items() if w != workspace),
                     key=lambda wn: (-wn[1], wn[0]))
+    named = others if confined is None else \
+        [(w, n) for w, n in others if confined.allows_workspace(w)]
     return {"workspaces_in_database": len(owners), "shared": bool(others),
             "this_workspace_memories": owners.get(workspace, 0),
             "other_workspaces": [{"workspace": w, "memories": n}
-                                 for w, n in others[:OTHER_WORKSPACES_SHOWN]],
-            "other_workspaces_not_shown": max(0, len(others) - OTHER_WORKSPACES_SHOWN),
+                                 for w, n in named[:OTHER_WORKSPACES_SHOWN]],
+            "other_workspaces_not_shown": len(others) - min(len(named),
+                                                            OTHER_WORKSPACES_SHOWN),
             "other_memories": sum(n for _, n in others)}
 
 
