@@ -5,7 +5,7 @@ from typing import Any
 
 from ..core.anchors import MAX_CODE_JSON, CodeContext
 from ..core.errors import invalid
-from ..core.records import GLOBAL_ID, Memory, Origin, content_hash, normalise_tags, utcnow
+from ..core.records import Memory, Origin, content_hash, normalise_tags, utcnow
 from ..cypher import run as query_run
 from ..storage.database import MEMORY_COLUMNS, Database
 from .store import MemoryStore
@@ -65,6 +65,7 @@ def _reconciled(store: MemoryStore, db: Database, embed_texts, workspace: str,
     present: set[int] = set()
     privacy: dict[int, str] = {}  # memory id -> what the cleaner took out of it
     withheld: list[int] = []  # rows whose content was all private
+    scope_kept: list[int] = []  # rows whose scope or global id the write tried to change
     next_id = int(db.meta("next_id") or 1)
     for row in rows:
         values = dict(zip(MEMORY_COLUMNS, row[:-1]))
@@ -111,11 +112,13 @@ def _reconciled(store: MemoryStore, db: Database, embed_texts, workspace: str,
         if len(fixed["code"]) > MAX_CODE_JSON or \
                 (fixed["code"] and not CodeContext.parse(fixed["code"])):
             fixed["code"] = ""  # only what the daemon could have written stays
-        fixed["scope"] = "shared" if values["scope"] == "shared" else "private"
-        global_id = values["global_id"] or ""
-        fixed["global_id"] = global_id if GLOBAL_ID.fullmatch(global_id) else ""
-        if not fixed["global_id"]:
-            fixed["scope"] = "private"  # a shared memory needs the name of its file
+        # Scope is a boundary only memory_share crosses (it refuses secrets and retires
+        # global ids): a raw write keeps a memory's scope and global id as they were.
+        fixed["scope"], fixed["global_id"] = (old.scope, old.global_id) if old is not None \
+            else ("private", "")
+        if (fixed["scope"], fixed["global_id"]) != (values["scope"] or "private",
+                                                    values["global_id"] or ""):
+            scope_kept.append(memory_id)
         digest = content_hash(content)
         content_changed = values["content_hash"] != digest
         fixed["content_hash"] = digest
@@ -141,4 +144,4 @@ def _reconciled(store: MemoryStore, db: Database, embed_texts, workspace: str,
         db.set_meta("next_id", str(max(present) + 1))
     return {"indexed": sorted(m.id for m, _, _ in pending), "removed": sorted(gone),
             "embedded": sum(1 for _, embed, _ in pending if embed),
-            "privacy": privacy, "withheld": withheld}
+            "privacy": privacy, "withheld": withheld, "scope_kept": scope_kept}

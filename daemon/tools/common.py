@@ -6,8 +6,8 @@ from memnest_proto.contract import CATEGORIES
 
 from ..core.anchors import MAX_ANCHORS
 from ..core.errors import invalid
-from ..core.records import Memory, normalise_tags
-from ..curation import privacy
+from ..core.records import Memory
+from ..curation import admission
 from .registry import ToolContext
 
 MAX_IDS = 500
@@ -115,55 +115,32 @@ class LeftOut:
 
 def clean_content(ctx: ToolContext, content: str, where: str,
                   left_out: LeftOut | None = None) -> str:
-    """The text to store: stripped, within MEMORY_MAX_STORE_CHARS, with private sections left
-    out and secrets redacted (curation/privacy.py; what was taken out goes to `left_out`).
-    Its content hash is taken from this text, so the same text stored twice is one memory."""
+    """The text to store, as curation/admission.py admits it (what was taken out goes to
+    `left_out`)."""
     return private_free(content, where, ctx.settings.max_store_chars, left_out, invalid)
 
 
 def private_free(content: str, where: str, limit: int, left_out: LeftOut | None,
                  error: Callable[[str], Exception]) -> str:
-    """clean_content without a call: `error` makes the exception a bad text raises."""
-    text = content.strip()
-    if not text:
-        raise error(f"{where}: content is empty or only whitespace")
-    if len(text) > limit:
-        raise error(f"{where}: content is {len(text)} characters, over the limit of {limit} "
-                    "(MEMORY_MAX_STORE_CHARS); split it into several memories")
-    cleaned = privacy.clean(text)
-    if not cleaned.changed:
-        return text
-    text = cleaned.text.strip()
-    if not text:
-        raise error(f"{where}: {privacy.NOTHING_LEFT}")
-    if len(text) > limit:
-        raise error(f"{where}: with its secrets redacted the content is {len(text)} "
-                    f"characters, over the limit of {limit} (MEMORY_MAX_STORE_CHARS); split "
-                    "it into several memories")
+    """clean_content without a call: `error` makes the exception a refused text raises."""
+    try:
+        admitted = admission.admit(content, where, limit)
+    except admission.Refused as exc:
+        raise error(str(exc)) from None
     if left_out is not None:
-        left_out.add(where, cleaned.note())
-    return text
+        left_out.add(where, admitted.note)
+    return admitted.text
 
 
 def clean_tags(tags, where: str, left_out: LeftOut | None = None) -> list[str]:
-    """normalise_tags, less the tags that hold private text or a secret (a Topic named by a
-    redacted secret would only link unrelated memories)."""
-    kept, dropped = [], 0
-    for tag in tags or ():
-        if isinstance(tag, str) and privacy.clean(tag).changed:
-            dropped += 1
-        else:
-            kept.append(tag)
-    if dropped and left_out is not None:
-        left_out.add(where, f"{dropped} tag{'s' if dropped > 1 else ''} with private text or a "
-                            "secret left out")
-    return normalise_tags(kept)
-
-
-def clean_raw(text: str) -> tuple[str, str | None]:
-    """The privacy rules for a raw memory_query write (store/reconcile.py's Cleaner)."""
-    cleaned = privacy.clean(text)
-    return cleaned.text, cleaned.note()
+    """The tags to keep, as curation/admission.py admits them."""
+    try:
+        kept, note = admission.admit_tags(tags, where)
+    except admission.Refused as exc:
+        raise invalid(str(exc)) from None
+    if left_out is not None:
+        left_out.add(where, note)
+    return kept
 
 
 def preview_chars(ctx: ToolContext, args: dict) -> int:

@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ..core.errors import ToolError, invalid
+from ..curation import admission
 from ..cypher import guard
 from ..cypher import run as query_run
 from ..cypher.worker import QueryWorker
 from ..store.reconcile import reconcile
-from .common import clean_raw
 from .registry import ToolContext, tool
 
 log = logging.getLogger(__name__)
@@ -193,7 +193,8 @@ def _write(ctx, query, params, max_rows, full_vectors, verdict) -> dict:
     with store.writing(), _reach_checked(ctx, store), store.rebuilt_afterwards():
         reply = _run(ctx, store, _job(ctx, store, query, params, max_rows, full_vectors,
                                       verdict))
-        repaired = reconcile(store, ctx.embedder.embed, ctx.workspace, clean_raw, ctx.origin)
+        repaired = reconcile(store, ctx.embedder.embed, ctx.workspace, admission.raw,
+                             ctx.origin)
         after = {name: query_run.count_rows(store.db, name, kind)
                  for name, kind in query_run.tables(store.db)}
     before = reply["counts"]["before"]
@@ -206,4 +207,9 @@ def _write(ctx, query, params, max_rows, full_vectors, verdict) -> dict:
         out["privacy"] = {str(k): v for k, v in repaired["privacy"].items()}
     if repaired["removed"]:
         out["memories_removed"] = repaired["removed"]
+    if repaired["scope_kept"]:
+        out["scope_kept"] = {
+            "ids": repaired["scope_kept"],
+            "note": "a query does not change a memory's scope or global id; they were kept "
+                    "as they were. Share or unshare with memory_share"}
     return out

@@ -16,6 +16,7 @@ from jsonschema import validators
 from ..core.config import RETIRED_FUSION, Settings
 from ..core.errors import ToolError, invalid
 from ..core.records import Origin
+from ..curation import admission
 from ..store.registry import StoreRegistry
 from ..store.store import MemoryStore
 from ..team import sync as team
@@ -163,18 +164,15 @@ def _describe(error: jsonschema.ValidationError) -> str:
 
 
 def _check_text(value, where: str = "arguments", depth: int = 0) -> None:
-    """Strings must be storable text: no NUL, no unpaired UTF-16 surrogate (valid in JSON,
-    but not in UTF-8, so neither the tokenizer nor the database can take it)."""
+    """Every string of the arguments must be storable text (curation/admission.py): JSON
+    allows a NUL and an unpaired surrogate, UTF-8 and the database do not."""
     if depth > 32:
         raise invalid(f"{where}: nested too deeply")
     if isinstance(value, str):
-        if "\x00" in value:
-            raise invalid(f"{where}: contains a NUL character; remove it")
         try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise invalid(f"{where}: contains an unpaired UTF-16 surrogate; send valid "
-                          "Unicode text") from None
+            admission.check_storable(value, where)
+        except admission.Refused as exc:
+            raise invalid(str(exc)) from None
     elif isinstance(value, dict):
         for key, item in value.items():
             _check_text(key, where, depth + 1)
