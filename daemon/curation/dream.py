@@ -117,7 +117,9 @@ def plan(snap: Snapshot, settings, window_start: int, now: datetime) -> Plan:
         if (a, b) in snap.separate or (a, b) in superseding:
             continue  # an agent already decided
         ma, mb = snap.memories[a], snap.memories[b]
-        mergeable = (similarity >= settings.trivial_threshold and ma.category == mb.category
+        # never across scopes: a private memory's text must not reach a shared file
+        mergeable = (similarity >= settings.trivial_threshold and ma.scope == mb.scope
+                     and ma.category == mb.category
                      and tag_overlap(ma.tags, mb.tags) >= 0.5
                      and not disagree(ma.content, mb.content))
         if mergeable:

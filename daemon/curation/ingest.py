@@ -1,5 +1,6 @@
 """How new memories enter a store: exact dedup, semantic merge behind the tag and value gates,
 conflict flags. Shared by memory_store and memory_import so both follow the same rules."""
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -30,8 +31,12 @@ class Item:
     access_count: int = 0
     accessed_at: datetime | None = None
     code: str = ""  # CodeContext JSON (core/anchors.py): anchors, branch
-    # kept by memory_import (team/): a shared memory's scope and global id, given only to a
-    # memory this item creates (the caller makes sure the id is not in use)
+    # The scope the memory is to have: an item is a duplicate of, or merges into, only a
+    # memory of that scope, so private text never reaches a shared file and a teammate's
+    # file never joins a private memory. A memory this item creates takes the scope with
+    # `global_id` (memory_import, team sync: the caller makes sure the id is not in use);
+    # without one it is created private and the caller shares it (team/sync.set_scope,
+    # which refuses secrets).
     scope: str = "private"
     global_id: str = ""
 
@@ -113,6 +118,7 @@ class _Batch:
         # existing memories merged into: (as they are to be, a new embedding or None)
         self.changed: dict[int, tuple[Memory, np.ndarray | None]] = {}
         self.holder: dict[int, int] = {}  # item index -> the new memory that carries its vector
+        self.intended: dict[int, str] = {}  # new memory -> the scope its item asked for
 
     def changes(self) -> Changes:
         return Changes(inserted=list(self.new.values()), updated=list(self.changed.values()))
@@ -123,7 +129,7 @@ class _Batch:
         """Item `index` as a duplicate, a merge or a new memory. `batch_matrix`: the batch's
         embeddings, when items may merge with earlier items of the same batch."""
         digest = content_hash(item.content)
-        same = self._holding(digest)
+        same = self._holding(digest, item.scope)
         if same is not None:
             target = self._current(same.id)
             target.importance = min(5, target.importance + 1)
@@ -135,7 +141,7 @@ class _Batch:
             candidates += [(self.new[self.holder[j]][0], float(similar[j]))
                            for j in np.flatnonzero(similar >= settings.dedup_threshold).tolist()
                            if j in self.holder]
-        candidate, similarity = merge_candidate(candidates, item, settings)
+        candidate, similarity = merge_candidate(candidates, item, settings, self.scope_of)
         if candidate is not None:
             return Outcome("merged", self._merge(candidate.id, index, item, digest, vector),
                            similarity)
@@ -150,12 +156,16 @@ class _Batch:
                                        None)
         return self.changed[memory_id][0]
 
-    def _holding(self, digest: str) -> Memory | None:
-        """The memory whose text (as this batch has left it so far) is this one."""
+    def scope_of(self, m: Memory) -> str:
+        """The scope a memory has, or is to have once the caller shares what it asked to."""
+        return self.intended.get(m.id, m.scope)
+
+    def _holding(self, digest: str, scope: str) -> Memory | None:
+        """The memory of `scope` whose text (as this batch has left it so far) is this one."""
         for m, _ in (*self.new.values(), *self.changed.values()):
-            if m.content_hash == digest:
+            if m.content_hash == digest and self.scope_of(m) == scope:
                 return m
-        m = self.store.find_hash(self.workspace, digest)
+        m = self.store.find_hash(self.workspace, digest, scope)
         if m is not None and m.id in self.changed:
             return None  # an earlier item merged a fuller wording into it
         return m
@@ -190,16 +200,20 @@ class _Batch:
                    global_id=item.global_id)
         self.new[m.id] = (m, vector)
         self.holder[index] = m.id
+        self.intended[m.id] = item.scope
         return m
 
 
-def merge_candidate(candidates: list[tuple[Memory, float]], item: Item, settings):
+def merge_candidate(candidates: list[tuple[Memory, float]], item: Item, settings,
+                    scope_of: Callable[[Memory], str] = lambda m: m.scope):
     """The memory among (memory, cosine) `candidates` this item should merge into, if any:
-    same category, cosine at or above the dedup threshold, tags overlapping enough, and no
-    value that differs between the two."""
+    same scope and category, cosine at or above the dedup threshold, tags overlapping
+    enough, and no value that differs between the two."""
     for m, similarity in sorted(candidates, key=lambda c: -c[1]):
         if similarity < settings.dedup_threshold:
             break
+        if scope_of(m) != item.scope:
+            continue
         if tag_overlap(m.tags, item.tags) < settings.merge_tag_overlap:
             continue
         if settings.merge_value_gate and disagree(m.content, item.content):

@@ -18,6 +18,7 @@ import numpy as np
 from ..core.content_memo import ContentMemo
 from ..core.records import Memory, utcnow
 from ..core.rwlock import RWLock
+from ..search.hash_table import HashTable
 from ..search.indexes import KeywordIndex, VectorIndex, keyword_text
 from ..search.memory_columns import MemoryColumns
 from ..search.neighbour_table import NeighbourTable
@@ -88,7 +89,8 @@ class MemoryStore:
         self.per_workspace = Counter(m.workspace for m in memories)
         self.timeline = Timeline.of(memories)
         self.columns = MemoryColumns.of(memories)
-        self._by_hash = {(m.workspace, m.content_hash): m.id for m in memories}
+        # exact duplicates are found within one scope: a private and a shared memory never join
+        self._by_hash = HashTable((_hash_key(m), m.id) for m in memories)
         self.vectors.load(embedded_ids, matrix)
         self.keywords.upsert_many(memories, None if snapshot is None else snapshot.terms_for)
         del snapshot
@@ -292,11 +294,10 @@ class MemoryStore:
             old = self.catalog.get(m.id)
             if old is not None:
                 self.per_workspace[old.workspace] -= 1
-                if self._by_hash.get((old.workspace, old.content_hash)) == m.id:
-                    del self._by_hash[(old.workspace, old.content_hash)]
+                self._by_hash.remove(_hash_key(old), m.id)
             self.per_workspace[m.workspace] += 1
             self.catalog[m.id] = m
-            self._by_hash[(m.workspace, m.content_hash)] = m.id
+            self._by_hash.add(_hash_key(m), m.id)
         for memory_id, vector in embeddings.items():
             self.vectors.upsert(memory_id, vector)
         self.timeline.put_many(memories)
@@ -315,8 +316,7 @@ class MemoryStore:
             if old is None:
                 continue
             self.per_workspace[old.workspace] -= 1
-            if self._by_hash.get((old.workspace, old.content_hash)) == memory_id:
-                del self._by_hash[(old.workspace, old.content_hash)]
+            self._by_hash.remove(_hash_key(old), memory_id)
         self.timeline.remove_many(ids)
         self.columns.remove_many(ids)
         self.keywords.remove_many(ids)
@@ -375,8 +375,9 @@ class MemoryStore:
             return list(self.catalog.values())
         return [m for m in self.catalog.values() if m.workspace == workspace]
 
-    def find_hash(self, workspace: str, digest: str) -> Memory | None:
-        memory_id = self._by_hash.get((workspace, digest))
+    def find_hash(self, workspace: str, digest: str, scope: str = "private") -> Memory | None:
+        """The memory of this scope whose text is this one, as far as exact dedup goes."""
+        memory_id = self._by_hash.first((workspace, scope, digest))
         return None if memory_id is None else self.catalog.get(memory_id)
 
     def close(self) -> None:
@@ -397,3 +398,7 @@ def servable_id_limit(rows: int) -> int:
     """The largest memory id a store serves: tools give ids in order, so ids far beyond the
     number of rows come from elsewhere, and would size id-indexed arrays."""
     return max(1_000_000, 4 * rows)
+
+
+def _hash_key(m: Memory) -> tuple[str, str, str]:
+    return (m.workspace, m.scope, m.content_hash)

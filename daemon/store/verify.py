@@ -220,8 +220,8 @@ def _bookkeeping_findings(store, rows: dict) -> list[Finding]:
     if +store.per_workspace != per_workspace:
         found.append(Finding("workspace_counts_differ",
                              "the count of memories per workspace differs from the database"))
-    by_hash = {(m.workspace, m.content_hash) for m in rows.values()}
-    if set(store._by_hash) != by_hash:
+    by_hash = {((m.workspace, m.scope, m.content_hash), m.id) for m in rows.values()}
+    if set(store._by_hash.entries()) != by_hash:
         found.append(Finding("dedup_table_differs",
                              "the table exact duplicates are found by differs from the "
                              "database"))

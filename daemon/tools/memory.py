@@ -71,7 +71,8 @@ def memory_store(ctx: ToolContext, args: dict) -> dict:
                                where=f"items.{n}." if batch else "")
         items.append(Item(content, item.get("category", "general"),
                           clean_tags(item.get("tags"), where, left_out),
-                          item.get("importance", 3), code=code.to_json()))
+                          item.get("importance", 3), code=code.to_json(),
+                          scope=item.get("scope", "private")))
     vectors = embed_with_progress(ctx, [i.content for i in items])  # slow: outside the lock
     store = ctx.store
     with store.writing():
