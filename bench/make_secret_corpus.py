@@ -7,7 +7,11 @@ tests/data/secrets/lookalikes.jsonl: notes holding things that look like secrets
 (commit ids, digests, integrity hashes, placeholders, prose about passwords, code that names
 a token); `privacy.clean` must leave them exactly as they are.
 
-The secrets are random, from a fixed seed: running this again writes the same files.
+Both hold two rounds: the first, on which the rule was tuned, and a second written blind
+afterwards, measured once and then fixed. tests/data/secrets/*_heldout.jsonl were written
+after all the tuning and are only measured (bench/secret_detection.py), never tuned on.
+
+The secrets are random, from fixed seeds: running this again writes the same files.
 
 Run:  .venv/bin/python bench/make_secret_corpus.py
 """
@@ -22,7 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "data" / "secrets"
 SEED = 20240536
-HELDOUT_SEED = 36
+SECOND_SEED = 36  # the second round, as it was first written
+HELDOUT_SEED = 3636
 INSTANCES = 2  # each template is written this many times, with new values
 
 rng = random.Random(SEED)
@@ -791,9 +796,10 @@ LOOKALIKES: dict[str, list[str]] = {
 }
 
 
-# -- held out: written after the rules above were tuned, never tuned on ---------------------
+# -- second round: written blind after the rule was tuned on the notes above, measured once
+# (recall 0.972, false positives 1.9%), then its misses were fixed; now part of the tuned set.
 
-HELDOUT_POSITIVES: dict[str, list[str]] = {
+SECOND_POSITIVES: dict[str, list[str]] = {
     "aws-access-key": [
         "| env | key id |\n|-----|--------|\n| prod | {aws_id} |\n| staging | {aws_id~2} |",
         "Security hub finding: {aws_id} used from Tor exit node, key disabled by the lambda.",
@@ -898,7 +904,7 @@ HELDOUT_POSITIVES: dict[str, list[str]] = {
     ],
 }
 
-HELDOUT_LOOKALIKES: dict[str, list[str]] = {
+SECOND_LOOKALIKES: dict[str, list[str]] = {
     "git-sha": [
         "Reverted {short_sha}..{short_sha~2}; the release branch is at {sha}.",
         "submodule vendor/ladybug -> {sha}",
@@ -999,7 +1005,175 @@ HELDOUT_LOOKALIKES: dict[str, list[str]] = {
 }
 
 
-def write(name: str, templates: dict[str, list[str]], positive: bool) -> None:
+# -- held out: written after all tuning, measured, never tuned on ---------------------------
+
+HELDOUT_POSITIVES: dict[str, list[str]] = {
+    "aws-access-key": [
+        "IAM access analyzer flagged {aws_id} as unused for 180 days; deleting it.",
+        "aws iam delete-access-key --user-name ci --access-key-id {aws_id}",
+    ],
+    "aws-secret-key": [
+        "Pasted into the runbook by mistake: key={aws_id} secret={aws_secret}",
+        "Vector sink s3: auth.access_key_id = \"{aws_id}\", auth.secret_access_key = \"{aws_secret}\"",
+        "For MinIO-compatible tests use the aws creds {aws_id} and {aws_secret} (not prod).",
+        "duplicity export: AWS_ACCESS_KEY_ID={aws_id}; AWS_SECRET_ACCESS_KEY={aws_secret}",
+    ],
+    "anthropic-key": [
+        "Claude API key for the triage bot: {anthropic}",
+        "ANTHROPIC_API_KEY: \"{anthropic}\" in the Helm secret values (base64 later).",
+        "{anthropic} <- admin console said this one has no spend limit",
+    ],
+    "openai-key": [
+        "Whisper transcription uses {openai_project}, the one with the higher rate tier.",
+        "openai_api_key = \"{openai_legacy}\"",
+        "set OPENAI_API_KEY={openai_service} in the scheduled task",
+    ],
+    "github-token": [
+        "actions/checkout with token: {gh} because the default GITHUB_TOKEN cannot read the private submodule.",
+        "brew tap failed until HOMEBREW_GITHUB_API_TOKEN={gh} was set.",
+        "Copilot CLI stored {gh_pat} in ~/.config/gh/hosts.yml",
+    ],
+    "gitlab-token": [
+        "Personal access token (expires in a month): {glpat}",
+        "npm config set //gitlab.acme.io/api/v4/packages/npm/:_authToken {glpat}",
+    ],
+    "slack-token": [
+        "Workflow builder webhook {slack_hook} posts to #deploys.",
+        "Bot User OAuth Token: {xoxb}",
+        "slack_sdk.WebClient(token=\"{xoxp}\")",
+    ],
+    "stripe-key": [
+        "Secret key for the Connect platform account: {sk_live}",
+        "Stripe CLI: stripe login printed {rk_live} as the restricted key.",
+        "STRIPE_API_KEY: {sk_test}",
+    ],
+    "google-service-account": [
+        "kubectl create secret generic gcs-key --from-literal=key.json='{sa_json}'",
+        "The BigQuery loader's SA key: \"private_key\": \"{sa_key}\", client_email is loader@acme-prod.",
+    ],
+    "google-api-key": [
+        "The Android app ships with {google_api} (restricted to the package name).",
+        "Translate API: https://translation.googleapis.com/language/translate/v2?key={google_api}&q=hello&target=de",
+    ],
+    "jwt": [
+        "localStorage.token was {jwt} when the bug happened.",
+        "kubectl token for the dashboard: {jwt}",
+        "grpcurl -H 'authorization: Bearer {jwt}' api.acme.io:443 list",
+    ],
+    "bearer-token": [
+        "Auth header that works for the metrics API: Bearer {bearer}",
+        "fetch(url, {{ headers: {{ Authorization: `Bearer {bearer}` }} }})",
+    ],
+    "private-key": [
+        "Old code signing key (revoked, but still): {pem_rsa}",
+        "authorized_keys is fine; the private half is:\n{pem_openssh}",
+        "Put this in /etc/nginx/ssl/site.key: {pem_pkcs8}",
+        "JWT signer PEM, newlines lost in Slack: {pem_collapsed}",
+    ],
+    "connection-string": [
+        "Metabase points at postgres://metabase:{url_pw}@{host}:5432/metabase",
+        "Prisma: DATABASE_URL=\"mysql://prisma:{url_pw}@{host}:3306/{db}\"",
+        "mongosh 'mongodb+srv://ops:{raw_pw}@cluster1.ab3cd.mongodb.net/admin'",
+        "BROKER_URL=amqp://svc:{url_pw}@{host}:5672/%2F",
+        "The Rails database.yml has url: <%= ENV['DATABASE_URL'] %> but staging hardcodes postgres://rails:{url_pw}@{host}/{db}",
+        "Data Source={host},1433;Initial Catalog={db};User ID=report;Password={pw};TrustServerCertificate=True",
+        "redis-cli -u redis://default:{url_pw}@{host}:6379 ping",
+    ],
+    "env-assignment": [
+        "PGPASSWORD={pw} psql -h {host} -U app {db}",
+        "In .envrc: export SENTRY_DSN_SECRET={hex}",
+        "NEXTAUTH_SECRET={token}",
+        "smtp:\n  user: alerts@acme.io\n  password: {pw}",
+        "config.json: {{\"apiToken\": \"{token}\", \"baseUrl\": \"https://api.acme.io\"}}",
+        "ENV DB_PASSWORD {pw}",
+        "CLOUDINARY_API_SECRET={token}",
+        "the vault dev root token is {token} (dev server only)",
+        "ELASTIC_PASSWORD={pw} docker compose up -d es01",
+        "mail password is {pw}, same for staging",
+    ],
+}
+
+HELDOUT_LOOKALIKES: dict[str, list[str]] = {
+    "git-sha": [
+        "Fixed by {sha} (squash of 4 commits).",
+        "The bad merge is {short_sha}; `git show {short_sha} --stat` lists the lockfile only.",
+        "Renovate PR bumps the digest from {sha} to {sha~2}.",
+    ],
+    "uuid": [
+        "Job {uuid} stuck in PENDING since the node drained.",
+        "X-Request-ID {UUID} in the nginx log matches the 502.",
+    ],
+    "base64-image": [
+        "background-image: url('data:image/png;base64,{png}')",
+    ],
+    "integrity-hash": [
+        "bun.lockb is binary, but package-lock has \"integrity\": \"{sri512}\"",
+        "requirements.txt: numpy==2.1.0 --hash=sha256:{sha256}",
+        "composer.lock \"shasum\": \"{sha}\"",
+    ],
+    "docker-digest": [
+        "docker buildx imagetools inspect shows Digest: sha256:{sha256}",
+        "image: registry.acme.io/{svc}@sha256:{sha256}",
+    ],
+    "content-hash": [
+        "md5 of the uploaded CSV: {md5}",
+        "SHA-256 fingerprint of the TLS cert: {sha256}",
+        "The model file checksum {sha256} matches the release page.",
+    ],
+    "placeholder": [
+        "GITHUB_TOKEN=ghp_your_token_here",
+        "Use `export STRIPE_API_KEY=sk_test_...` locally.",
+        "api_key: <YOUR KEY>",
+        "password: '<password>'",
+        "AWS_ACCESS_KEY_ID=AKIAIOSFODNN7XXXXXXX is how the docs redact it",
+        "SLACK_BOT_TOKEN=xoxb-your-token",
+        "DATABASE_URL=postgres://postgres:<password>@localhost:5432/dev",
+        "OPENAI_API_KEY=sk-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        "token = \"TODO\"",
+    ],
+    "version": [
+        "Postgres {semver} in prod, {semver~2} locally; the planner change explains the slow query.",
+        "The SDK {semver} changelog mentions a token refresh fix.",
+    ],
+    "colour": [
+        "Focus ring colour {colour}, hover {colour~2}.",
+    ],
+    "prose": [
+        "The password for the staging DB is in 1Password under 'Staging Postgres'.",
+        "Make sure the secret key is at least 32 bytes.",
+        "Token refresh happens 5 minutes before expiry.",
+        "API keys are hashed (sha256) before they are stored, so we cannot show them again.",
+        "The token endpoint returns 400 when the client secret is wrong.",
+        "We decided: no secrets in memory notes, only pointers to Vault paths.",
+        "A password was leaked in the CI log on {date}; rotated within the hour.",
+        "The key rotation job failed because the KMS key was pending deletion.",
+        "Set the secret in the repo settings, not in the workflow file.",
+        "password is required for the admin UI, SSO for everything else.",
+    ],
+    "code": [
+        "api_key = config.get(\"api_key\")",
+        "password = hashlib.sha256(raw.encode()).hexdigest()",
+        "secret_name = f\"{{env}}/db/password\"",
+        "const API_KEY = process.env.API_KEY ?? '';",
+        "token_type = \"bearer\"",
+        "client_secret: ${{OAUTH_CLIENT_SECRET}}",
+        "if token.expired(): token = refresh(token)",
+        "SECRET_KEY_FALLBACKS = [old_key]",
+    ],
+    "url": [
+        "https://api.acme.io/v1/tokens/revoke is the endpoint to kill a leaked token.",
+        "ftp://mirror.acme.io/pub/releases/",
+        "https://{host}:8443/admin/login?next=/admin/users",
+    ],
+    "identifier": [
+        "GCP project number {account}, project id acme-prod-391.",
+        "Okta app client id 0oa{ulid}.",
+        "The secret is named prod/{svc}/db in Secrets Manager (value not here).",
+    ],
+}
+
+
+def notes(templates: dict[str, list[str]], positive: bool) -> list[dict]:
     rows, seen = [], set()
     for kind, texts in templates.items():
         for template in texts:
@@ -1014,19 +1188,29 @@ def write(name: str, templates: dict[str, list[str]], positive: bool) -> None:
                 if positive:
                     row["secrets"] = secrets
                 rows.append(row)
-    path = OUT / f"{name}.jsonl"
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    print(f"{path.relative_to(ROOT)}: {len(rows)} notes")
+    return rows
+
+
+def corpus() -> dict[str, list[dict]]:
+    """Every file of the corpus: its name -> its notes."""
+    rng.seed(SEED)
+    positives = notes(POSITIVES, True)
+    lookalikes = notes(LOOKALIKES, False)
+    rng.seed(SECOND_SEED)
+    positives += notes(SECOND_POSITIVES, True)
+    lookalikes += notes(SECOND_LOOKALIKES, False)
+    rng.seed(HELDOUT_SEED)
+    return {"positives": positives, "lookalikes": lookalikes,
+            "positives_heldout": notes(HELDOUT_POSITIVES, True),
+            "lookalikes_heldout": notes(HELDOUT_LOOKALIKES, False)}
 
 
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    rng.seed(SEED)
-    write("positives", POSITIVES, True)
-    write("lookalikes", LOOKALIKES, False)
-    rng.seed(HELDOUT_SEED)
-    write("positives_heldout", HELDOUT_POSITIVES, True)
-    write("lookalikes_heldout", HELDOUT_LOOKALIKES, False)
+    for name, rows in corpus().items():
+        path = OUT / f"{name}.jsonl"
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        print(f"{path.relative_to(ROOT)}: {len(rows)} notes")
 
 
 if __name__ == "__main__":
