@@ -294,8 +294,11 @@ def test_memory_update_shares_and_unshares(team):
     out = a.call("memory_update", id=m["id"], scope="private")
     assert out["removed_files"] == [f".memnest/shared/{gid}.json"]
     assert not (a.shared() / f"{gid}.json").exists()
-    again = a.call("memory_share", id=m["id"])  # the same global id comes back
-    assert again["memories"][0]["global_id"] == gid
+    assert "global_id" not in a.call("memory_get", id=m["id"])
+    again = a.call("memory_share", id=m["id"])  # unsharing retired the old global id
+    fresh = again["memories"][0]["global_id"]
+    assert fresh != gid and (a.shared() / f"{fresh}.json").exists()
+    assert not (a.shared() / f"{gid}.json").exists()
 
 
 def test_a_shared_memory_keeps_its_anchors_in_a_teammates_checkout(team):

@@ -14,6 +14,7 @@ known global ids as updates, tombstones as deletes, relations as edges. A file t
 be read (conflict markers, bad JSON, a link, too big) is not imported: its memory keeps its
 last good version and the problem is reported until the file is fixed.
 """
+import dataclasses
 import getpass
 import json
 import logging
@@ -25,7 +26,8 @@ from dataclasses import dataclass, field
 
 from ..core.anchors import CodeContext
 from ..core.records import Memory, Origin, content_hash
-from ..curation import privacy
+from ..curation import admission
+from ..curation.admission import Refused
 from ..curation.conflicts import with_resolutions
 from ..curation.ingest import Item, ingest
 from ..store.changes import Changes
@@ -65,6 +67,7 @@ class _State:
     fingerprint: tuple | None = None
     files: dict[str, tuple[int, int]] = field(default_factory=dict)  # gid -> (size, mtime)
     problems: dict[str, str] = field(default_factory=dict)  # file name -> what is wrong
+    ignored: dict[str, str] = field(default_factory=dict)  # gid -> why its file changed nothing
     unreported: list = field(default_factory=list)  # reports memory_sync has not shown yet
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -86,6 +89,13 @@ def warnings(store, workspace: str) -> list[str]:
     """The shared files that could not be imported (memory_stats, doctor)."""
     state = _state(store, workspace)
     return [f".memnest/shared/{name}: {why}" for name, why in sorted(state.problems.items())]
+
+
+def ignored(store, workspace: str) -> list[dict]:
+    """The shared files that name a memory not shared here, as the last sync saw them."""
+    state = _state(store, workspace)
+    return [{"global_id": gid, "file": f".memnest/shared/{gid}.json", "why": why}
+            for gid, why in sorted(state.ignored.items())]
 
 
 # -- out: files follow the store ------------------------------------------------------------
@@ -174,19 +184,53 @@ class SecretFound(ValueError):
 
 
 def secrets_in(m: Memory) -> list[str]:
-    """Kinds of secret (or private sections) privacy.clean finds in content and tags."""
-    found: list[str] = []
-    for text in (m.content, *m.tags):
-        cleaned = privacy.clean(text)
-        if cleaned.changed:
-            found += list(cleaned.removed)
-    return list(dict.fromkeys(found))
+    """Kinds of secret (or private sections) admission finds in content and tags."""
+    return admission.secrets_in((m.content, *m.tags))
+
+
+# -- retired global ids ----------------------------------------------------------------------
+
+RETIRED = "team_retired"  # Meta key: JSON {global id: {"why": ..., "id": ..., "mark": ...}}
+UNSHARED, WITHDRAWN = "unshared", "withdrawn"
+
+
+def retired(store, workspace: str) -> dict[str, dict]:
+    """The global ids no shared file may use to change a memory here: those its owner
+    unshared (for good), and those whose file went away (`withdrawn`: its memory is private
+    now and is shared again only if the file comes back before the memory changed here). A
+    private memory that still names a global id (written before ids were retired) counts as
+    unshared."""
+    out: dict[str, dict] = json.loads(store.db.meta(RETIRED) or "{}")
+    for m in store.catalog.values():
+        if m.scope != "shared" and m.global_id and m.workspace == workspace:
+            out.setdefault(m.global_id, {"why": UNSHARED, "id": m.id})
+    return out
+
+
+def _mark(m: Memory) -> str:
+    """What a withdrawn memory looked like: the file may bring it back only while it still
+    does (nothing of the owner's has been added since)."""
+    return content_hash(json.dumps([m.content_hash, m.category, m.tags, m.importance]))
+
+
+def _retiring(store, entries: dict[str, dict]) -> dict[str, str]:
+    """The Meta change that adds these global ids to the retired ones (write lock held)."""
+    known: dict[str, dict] = json.loads(store.db.meta(RETIRED) or "{}")
+    return {RETIRED: json.dumps({**known, **entries}, sort_keys=True)}
+
+
+def _restored(store, entries: list[str]) -> dict[str, str]:
+    known: dict[str, dict] = json.loads(store.db.meta(RETIRED) or "{}")
+    return {RETIRED: json.dumps({g: e for g, e in known.items() if g not in entries},
+                                sort_keys=True)}
 
 
 def set_scope(store, workspace: str, memories: list[Memory], shared: bool) -> dict:
     """Share or unshare these memories (write lock held): one commit, then their files
     (written by the commit hook, or removed here). Refuses, before writing anything, to
-    share a memory in which a secret is found."""
+    share a memory in which a secret is found. A memory shared again gets a new global id:
+    unsharing retires the old one for good, so no file that still names it (in git history,
+    on an old branch, in a teammate's commit) can change the memory or share it again."""
     memories = _unique(memories)  # a batch's items may have become one memory
     if shared:
         refused = {m.id: secrets_in(m) for m in memories}
@@ -197,31 +241,33 @@ def set_scope(store, workspace: str, memories: list[Memory], shared: bool) -> di
                 f"not shared: a secret was found ({named}). Shared memories are committed to "
                 "git; remove the secret with memory_update (or delete the memory), then "
                 "share again. Nothing was shared.")
-    changed = []
+    changed, retiring = [], {}
     for m in memories:
         if shared and m.scope != "shared":
-            changed.append(m.copy(scope="shared", global_id=m.global_id or new_global_id()))
+            changed.append(m.copy(scope="shared", global_id=new_global_id()))
         elif not shared and m.scope == "shared":
-            changed.append(m.copy(scope="private"))
+            changed.append(m.copy(scope="private", global_id=""))
+            retiring[m.global_id] = {"why": UNSHARED, "id": m.id}
+    # the owner has decided: an id its file once had no longer brings the memory back
+    ids = {m.id for m in changed}
+    retiring.update({g: {**e, "why": UNSHARED}
+                     for g, e in json.loads(store.db.meta(RETIRED) or "{}").items()
+                     if e.get("why") == WITHDRAWN and e.get("id") in ids})
     if changed:
-        store.commit(Changes(updated=[(m, None) for m in changed]))
+        store.commit(Changes(updated=[(m, None) for m in changed],
+                             meta=_retiring(store, retiring) if retiring else {}))
     removed = []
-    if shared:
-        # the memories that now link to them name them in their files too
-        ids = {m.id for m in changed}
-        linking = {a for _rel, a, b in store.graph.edges if b in ids and a not in ids}
-        write_files(store, [store.catalog[i] for i in linking])
-    else:
-        for m in changed:
-            if folder.remove(workspace, m.global_id):
-                removed.append(f".memnest/shared/{m.global_id}.json")
-                _state(store, workspace).files.pop(m.global_id, None)
-        ids = {m.id for m in changed}
-        linking = {a for _rel, a, b in store.graph.edges if b in ids and a not in ids}
-        write_files(store, [store.catalog[i] for i in linking])
+    unshared = [m.global_id for m in memories if not shared and m.scope == "shared"]
+    for gid in unshared:
+        if folder.remove(workspace, gid):
+            removed.append(f".memnest/shared/{gid}.json")
+            _state(store, workspace).files.pop(gid, None)
+    # the memories that link to them name them in their files too (or no longer do)
+    linking = {a for _rel, a, b in store.graph.edges if b in ids and a not in ids}
+    write_files(store, [store.catalog[i] for i in linking])
     return {"changed": [m.id for m in changed],
             "global_ids": {m.id: store.catalog[m.id].global_id for m in memories},
-            "removed_files": removed}
+            "retired": unshared, "removed_files": removed}
 
 
 # -- in: files into the store ----------------------------------------------------------------
@@ -234,6 +280,11 @@ class Report:
     deleted: list[dict] = field(default_factory=list)
     unshared: list[dict] = field(default_factory=list)
     conflicts: list[dict] = field(default_factory=list)
+    # files naming a memory that is not shared here: they changed nothing
+    ignored: list[dict] = field(default_factory=list)
+    # what admission took out of files (private sections, secrets) or flagged in them
+    privacy: list[dict] = field(default_factory=list)
+    untrusted: list[dict] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     relations: int = 0
     files_read: int = 0
@@ -241,15 +292,20 @@ class Report:
     def view(self) -> dict:
         out = {"came_in": self.came_in, "updated": self.updated, "merged": self.merged,
                "deleted": self.deleted, "unshared": self.unshared,
-               "conflicts": self.conflicts, "relations_added": self.relations,
-               "files_read": self.files_read, "problems": self.problems}
+               "conflicts": self.conflicts, "ignored": self.ignored,
+               "relations_added": self.relations, "files_read": self.files_read,
+               "problems": self.problems}
+        if self.privacy:
+            out["privacy"] = self.privacy
+        if self.untrusted:
+            out["untrusted_content"] = self.untrusted
         if self.problems:
             out["how_to_fix"] = RESOLVE_HINT
         return out
 
     def __bool__(self) -> bool:
         return bool(self.came_in or self.updated or self.merged or self.deleted
-                    or self.unshared or self.relations)
+                    or self.unshared or self.ignored or self.relations)
 
 
 def check(store, workspace: str, embed, settings) -> Report | None:
@@ -277,9 +333,11 @@ def sync(store, workspace: str, embed, settings, everything: bool = False) -> Re
         for gid in sorted(changed):
             name = gid + ".json"
             try:
-                pulled[gid] = parse(gid, folder.read(workspace, gid), settings.max_store_chars)
+                pulled[gid] = _admitted(parse(gid, folder.read(workspace, gid),
+                                              settings.max_store_chars),
+                                        settings.max_store_chars, report)
             except (Unreadable, ValueError, OSError) as exc:
-                problems[name] = str(exc) if isinstance(exc, Unreadable) else \
+                problems[name] = str(exc) if isinstance(exc, (Unreadable, Refused)) else \
                     f"cannot be read: {exc}"
                 continue
         # names still wrong keep being reported; fixed ones are forgotten
@@ -298,6 +356,9 @@ def sync(store, workspace: str, embed, settings, everything: bool = False) -> Re
         except BaseException:
             state.fingerprint = None  # look again on the next call
             raise
+        state.ignored = {g: why for g, why in state.ignored.items()
+                         if g in listed.files and g not in pulled}
+        state.ignored.update({e["global_id"]: e["why"] for e in report.ignored})
         report.problems = warnings(store, workspace)
         state.files = {**{g: s for g, s in listed.files.items()
                           if f"{g}.json" not in problems},
@@ -305,6 +366,23 @@ def sync(store, workspace: str, embed, settings, everything: bool = False) -> Re
         if report:
             state.unreported = state.unreported[-20:] + [report]
     return report
+
+
+def _admitted(s: Shared, limit: int, report: Report) -> Shared:
+    """A teammate's file as admission (curation/admission.py) lets it in, as for every
+    other write: private sections left out, secrets redacted, tags with either dropped.
+    Raises admission.Refused when nothing storable is left. What was taken out or flagged
+    goes to the report; the file itself is rewritten from the store afterwards."""
+    if s.deleted:
+        return s
+    admitted = admission.admit(s.content, "content", limit)
+    tags, tag_note = admission.admit_tags(s.tags, "tags")
+    notes = [n for n in (admitted.note, tag_note) if n]
+    if notes:
+        report.privacy.append({"global_id": s.global_id, "left_out": "; ".join(notes)})
+    if admitted.markers:
+        report.untrusted.append({"global_id": s.global_id, "markers": list(admitted.markers)})
+    return dataclasses.replace(s, content=admitted.text, tags=tags)
 
 
 def _rewritten(state: _State, seen_before: dict, listed: folder.Listing) -> dict:
@@ -321,125 +399,202 @@ def unreported(store, workspace: str) -> list[Report]:
     return out
 
 
+# Why a file changed nothing (Report.ignored): it names a memory that is not shared here.
+_WHY_IGNORED = {
+    UNSHARED: "it names a memory that was unshared here, so no file may change it, delete it "
+              "or share it again; if nobody should share it, delete the file (git rm) and "
+              "commit",
+    WITHDRAWN: "it names a memory whose file had gone away and that has changed here since, "
+               "so it stays private; share it again with memory_share (it gets a new global "
+               "id), or delete this file",
+    "missing": "it names a memory that was unshared or withdrawn here and is gone now; "
+               "delete the file if nobody needs it",
+}
+
+
+@dataclass
+class _Plan:
+    """What the pulled files do to the store, decided from the catalog as it is now."""
+    shared: dict[str, Memory]                 # global id -> the memory shared now by it
+    new: list[Shared] = field(default_factory=list)
+    edits: list[tuple[Memory, Shared]] = field(default_factory=list)  # incl. restored ones
+    restored: set[str] = field(default_factory=set)
+    deleted: list[tuple[Memory, Shared]] = field(default_factory=list)
+    withdrawn: list[Memory] = field(default_factory=list)
+    ignored: list[tuple[Shared, str]] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.new or self.edits or self.deleted or self.withdrawn or self.ignored)
+
+
+def _shared_now(store, workspace: str) -> dict[str, Memory]:
+    return {m.global_id: m for m in store.catalog.values()
+            if m.scope == "shared" and m.global_id and m.workspace == workspace}
+
+
+def _plan(store, workspace: str, pulled: dict[str, Shared], listed: folder.Listing) -> _Plan:
+    """Scope is a boundary: a file changes or deletes only the memory shared now under its
+    own global id. One naming a retired id changes nothing (and is reported), except that a
+    withdrawn memory the owner has not touched since is shared again by its file."""
+    plan = _Plan(_shared_now(store, workspace))
+    gone = retired(store, workspace)
+    for gid, s in pulled.items():
+        m = plan.shared.get(gid)
+        if m is not None:
+            if s.deleted:
+                plan.deleted.append((m, s))
+            elif _differs(m, s):
+                plan.edits.append((m, s))
+            continue
+        entry = gone.get(gid)
+        if entry is None:
+            if not s.deleted:
+                plan.new.append(s)
+            continue
+        owner = store.catalog.get(entry.get("id"))
+        if owner is None or owner.workspace != workspace:
+            why = "missing"
+        elif entry.get("why") == WITHDRAWN and not s.deleted and owner.scope == "private" \
+                and not owner.global_id and _mark(owner) == entry.get("mark"):
+            plan.edits.append((owner, s))
+            plan.restored.add(gid)
+            continue
+        else:
+            why = entry.get("why", UNSHARED)
+        plan.ignored.append((s, why if why in _WHY_IGNORED else UNSHARED))
+    if listed.complete:  # a teammate unshared it, or a checkout without its file
+        plan.withdrawn = [m for g, m in plan.shared.items()
+                          if g not in listed.files and f"{g}.json" not in listed.skipped
+                          and g not in pulled]
+    return plan
+
+
 def _bring_in(store, workspace: str, embed, settings, pulled: dict[str, Shared],
               listed: folder.Listing, report: Report) -> None:
     with store.reading():
-        by_gid = {m.global_id: m for m in store.catalog.values()
-                  if m.global_id and m.workspace == workspace}
+        plan = _plan(store, workspace, pulled, listed)
         before = {i for i, m in store.catalog.items() if m.workspace == workspace}
-    new = [s for s in pulled.values() if not s.deleted and s.global_id not in by_gid]
-    edits = [s for s in pulled.values() if not s.deleted and s.global_id in by_gid
-             and _differs(by_gid[s.global_id], s)]
-    gone = listed.complete and any(m.scope == "shared" and g not in listed.files
-                                   for g, m in by_gid.items())
-    if not (new or edits or gone or any(s.deleted and s.global_id in by_gid
-                                        for s in pulled.values())
-            or any(not s.deleted for s in pulled.values())):
+    if not plan and not any(not s.deleted for s in pulled.values()):
         return  # nothing to write: no write lock taken
-    texts = [s.content for s in new] + list(dict.fromkeys(
-        s.content for s in edits if s.content != by_gid[s.global_id].content))
+    texts = [s.content for s in plan.new] + list(dict.fromkeys(
+        s.content for m, s in plan.edits if s.content != m.content))
     vectors = list(embed(texts)) if texts else []  # slow: outside the lock
-    new_vectors = vectors[:len(new)]
-    edit_vectors = dict(zip(texts[len(new):], vectors[len(new):]))
+    new_vectors = dict(zip(texts[:len(plan.new)], vectors[:len(plan.new)]))
+    edit_vectors = dict(zip(texts[len(plan.new):], vectors[len(plan.new):]))
     with store.writing():
-        catalog = store.catalog
-        by_gid = {m.global_id: m for m in catalog.values()
-                  if m.global_id and m.workspace == workspace}
-        changes = Changes()
-        for s in edits:
-            m = by_gid.get(s.global_id)
-            if m is None:
+        plan = _plan(store, workspace, pulled, listed)  # as it is now, under the lock
+        _apply_known(store, plan, edit_vectors, embed, report)
+        _apply_new(store, workspace, settings, plan, new_vectors, embed, before, report)
+        for s, why in plan.ignored:
+            report.ignored.append({"global_id": s.global_id,
+                                   "file": f".memnest/shared/{s.global_id}.json",
+                                   "why": _WHY_IGNORED[why]})
+        _apply_relations(store, workspace, pulled, report)
+
+
+def _apply_known(store, plan: _Plan, edit_vectors: dict, embed, report: Report) -> None:
+    """Edits, restorations, tombstones and withdrawals, in one commit (write lock held)."""
+    changes = Changes()
+    for m, s in plan.edits:
+        vector = None
+        if s.content != m.content:
+            vector = edit_vectors.get(s.content)
+            if vector is None:  # changed here meanwhile: embedded now, rarely
+                vector = embed([s.content])[0]
+        after = m.copy(content=s.content, content_hash=content_hash(s.content),
+                       category=s.category, importance=s.importance,
+                       scope="shared", global_id=s.global_id,
+                       # the file's time is to the second: never before the memory began
+                       updated_at=max(s.updated_at or m.updated_at, m.created_at),
+                       code=_with_anchors(m.code, s.anchors))
+        after.tags = list(s.tags)
+        if vector is not None:
+            after.embedding_model = store.model
+        changes.update(after, vector)
+        entry = {"id": m.id, "global_id": s.global_id, "content": _brief(s.content)}
+        if s.global_id in plan.restored:
+            entry["shared_again"] = True
+        report.updated.append(entry)
+    for m, s in plan.deleted:
+        changes.delete([m.id])
+        report.deleted.append({"id": m.id, "global_id": s.global_id,
+                               "content": _brief(m.content)})
+    retiring = {}
+    for m in plan.withdrawn:  # the memory stays ours, private
+        after = m.copy(scope="private", global_id="")
+        changes.update(after)
+        retiring[m.global_id] = {"why": WITHDRAWN, "id": m.id, "mark": _mark(after)}
+        report.unshared.append({"id": m.id, "global_id": m.global_id})
+    if retiring or plan.restored:
+        meta = _retiring(store, retiring)
+        known = {g: e for g, e in json.loads(meta[RETIRED]).items() if g not in plan.restored}
+        changes.meta = {RETIRED: json.dumps(known, sort_keys=True)}
+    if changes:
+        store.commit(changes)
+
+
+def _apply_new(store, workspace: str, settings, plan: _Plan, new_vectors: dict, embed,
+               before: set[int], report: Report) -> None:
+    """Memories new here, through the write path every memory takes (write lock held):
+    shared ones, joined only with what is shared here already."""
+    if not plan.new:
+        return
+    # global ids merged into a memory that has another one: not brought in again (a
+    # restart reads every file) but left alone, and their edits with them
+    aliases: dict[str, str] = json.loads(store.db.meta(ALIASES) or "{}")
+    added_aliases: dict[str, str] = {}
+    groups: dict[str, list[Shared]] = defaultdict(list)  # by author: each keeps who wrote it
+    shared = _shared_now(store, workspace)  # after this sync's deletes and withdrawals
+    for s in plan.new:
+        if aliases.get(s.global_id) not in shared:
+            groups[s.author].append(s)
+    for author, members in groups.items():
+        items = [Item(s.content, s.category, list(s.tags), s.importance,
+                      created_at=s.created_at, updated_at=s.updated_at,
+                      code=_with_anchors("", s.anchors), scope="shared",
+                      global_id=s.global_id) for s in members]
+        vectors = [new_vectors.get(s.content) for s in members]
+        vectors = [v if v is not None else embed([s.content])[0]
+                   for v, s in zip(vectors, members)]
+        # as memory_import: a teammate's memories are already distinct from each other,
+        # so they merge only with what was here before
+        outcomes = ingest(store, workspace, items, vectors, settings, merge_into=before,
+                          origin=Origin("import", author, TEAM_SESSION))
+        for s, outcome in zip(members, outcomes):
+            m = outcome.memory
+            entry = {"id": m.id, "global_id": s.global_id, "content": _brief(s.content)}
+            if outcome.status == "stored":
+                if outcome.conflicts:
+                    report.conflicts.append(
+                        {**entry, "conflicts": with_resolutions(m.id, outcome.conflicts)})
+                report.came_in.append(entry)
                 continue
-            vector = None
-            if s.content != m.content:
-                vector = edit_vectors.get(s.content)
-                if vector is None:  # changed here meanwhile: embedded now, rarely
-                    vector = embed([s.content])[0]
-            after = m.copy(content=s.content, content_hash=content_hash(s.content),
-                           category=s.category, importance=s.importance,
-                           scope="shared", updated_at=s.updated_at or m.updated_at,
-                           code=_with_anchors(m.code, s.anchors))
-            after.tags = list(s.tags)
-            if vector is not None:
-                after.embedding_model = store.model
-            changes.update(after, vector)
-            report.updated.append({"id": m.id, "global_id": s.global_id,
-                                   "content": _brief(s.content)})
-        deleted = []
-        for s in pulled.values():
-            m = by_gid.get(s.global_id)
-            if s.deleted and m is not None:
-                deleted.append(m.id)
-                report.deleted.append({"id": m.id, "global_id": s.global_id,
-                                       "content": _brief(m.content)})
-        if listed.complete:  # a teammate unshared it: the file went, the memory stays ours
-            for gid, m in by_gid.items():
-                if m.scope == "shared" and gid not in listed.files and \
-                        m.id not in deleted and f"{gid}.json" not in listed.skipped:
-                    changes.update(m.copy(scope="private"))
-                    report.unshared.append({"id": m.id, "global_id": gid})
-        changes.delete(deleted)
-        if changes:
-            store.commit(changes)
-        # global ids merged into a memory that has another one: not brought in again (a
-        # restart reads every file) but left alone, and their edits with them
-        aliases: dict[str, str] = json.loads(store.db.meta(ALIASES) or "{}") if new else {}
-        added_aliases: dict[str, str] = {}
-        # new memories: by author, so each keeps who wrote it
-        groups: dict[str, list[int]] = defaultdict(list)
-        for n, s in enumerate(new):
-            if aliases.get(s.global_id) not in by_gid:
-                groups[s.author].append(n)
-        for author, members in groups.items():
-            items = [Item(new[n].content, new[n].category, list(new[n].tags),
-                          new[n].importance, created_at=new[n].created_at,
-                          updated_at=new[n].updated_at,
-                          code=_with_anchors("", new[n].anchors)) for n in members]
-            # as memory_import: a teammate's memories are already distinct from each other,
-            # so they merge only with what was here before
-            outcomes = ingest(store, workspace, items, [new_vectors[n] for n in members],
-                              settings, merge_into=before,
-                              origin=Origin("import", author, TEAM_SESSION))
-            adopted: dict[int, str] = {}  # memory id -> the global id it takes
-            for n, outcome in zip(members, outcomes):
-                s, m = new[n], outcome.memory
-                entry = {"id": m.id, "global_id": s.global_id, "content": _brief(s.content)}
-                if outcome.status == "stored":
-                    adopted[m.id] = s.global_id
-                    if outcome.conflicts:
-                        report.conflicts.append(
-                            {**entry, "conflicts": with_resolutions(m.id, outcome.conflicts)})
-                    report.came_in.append(entry)
-                    continue
-                name = store.catalog[m.id].global_id or adopted.get(m.id)
-                if not name:  # a private memory takes the shared name
-                    name = adopted[m.id] = s.global_id
-                elif name != s.global_id:
-                    added_aliases[s.global_id] = name
-                report.merged.append({**entry, "status": outcome.status, "into": name})
-            if adopted:
-                store.commit(Changes(updated=[
-                    (store.catalog[i].copy(scope="shared", global_id=g), None)
-                    for i, g in adopted.items()]))
-        if added_aliases:
-            store.commit(Changes(meta={ALIASES: json.dumps({**aliases, **added_aliases},
-                                                           sort_keys=True)}))
-        by_gid = {m.global_id: m for m in store.catalog.values()
-                  if m.global_id and m.workspace == workspace}
-        edges_added, edges_removed = [], []
-        for s in pulled.values():
-            m = by_gid.get(s.global_id)
-            if s.deleted or m is None:
-                continue
-            wanted = {(rel, by_gid[to].id) for rel, to in s.relations
-                      if to in by_gid and by_gid[to].id != m.id}
-            have = {(rel, b) for rel, a, b in store.graph.edges
-                    if a == m.id and catalog_shared(store, b)}
-            edges_added += [(rel, m.id, b) for rel, b in sorted(wanted - have)]
-            edges_removed += [(rel, m.id, b) for rel, b in sorted(have - wanted)]
-        if edges_added or edges_removed:
-            store.commit(Changes(edges_added=edges_added, edges_removed=edges_removed))
-            report.relations = len(edges_added)
+            name = store.catalog[m.id].global_id  # a shared memory: ingest joins no other
+            if name != s.global_id:
+                added_aliases[s.global_id] = name
+            report.merged.append({**entry, "status": outcome.status, "into": name})
+    if added_aliases:
+        store.commit(Changes(meta={ALIASES: json.dumps({**aliases, **added_aliases},
+                                                       sort_keys=True)}))
+
+
+def _apply_relations(store, workspace: str, pulled: dict[str, Shared], report: Report) -> None:
+    """The files' relations, between memories shared now only (write lock held)."""
+    by_gid = _shared_now(store, workspace)
+    edges_added, edges_removed = [], []
+    for s in pulled.values():
+        m = by_gid.get(s.global_id)
+        if s.deleted or m is None:
+            continue
+        wanted = {(rel, by_gid[to].id) for rel, to in s.relations
+                  if to in by_gid and by_gid[to].id != m.id}
+        have = {(rel, b) for rel, a, b in store.graph.edges
+                if a == m.id and catalog_shared(store, b)}
+        edges_added += [(rel, m.id, b) for rel, b in sorted(wanted - have)]
+        edges_removed += [(rel, m.id, b) for rel, b in sorted(have - wanted)]
+    if edges_added or edges_removed:
+        store.commit(Changes(edges_added=edges_added, edges_removed=edges_removed))
+        report.relations = len(edges_added)
 
 
 def _brief(text: str) -> str:

@@ -54,7 +54,8 @@ def merge_sharing(a: dict, b: dict) -> dict:
       "also kept as a file under .memnest/shared/ (named by a global id, the same on every "
       "machine) to commit and push with the code; teammates' memnest brings it in after a "
       "pull. Sharing is refused when a secret is found in the memory. Unsharing removes the "
-      "file (the memory stays here, private).",
+      "file (the memory stays here, private) and retires its global id for good: no file "
+      "naming it can change the memory again, and sharing it again gives a new one.",
       {"type": "object",
        "properties": {"id": ID, "ids": IDS,
                       "unshare": {"type": "boolean",
@@ -85,6 +86,7 @@ def memory_share(ctx: ToolContext, args: dict) -> dict:
                        "teammates get them")
     else:
         out["removed_files"] = done["removed_files"]
+        out["retired_global_ids"] = done["retired"]
         out["next"] = "commit the removal so teammates stop sharing them too"
     return out
 
@@ -93,8 +95,9 @@ def memory_share(ctx: ToolContext, args: dict) -> dict:
       "Bring teammates' shared memories in now (memnest also does this by itself on the next "
       "call after a pull or checkout): new ones go through the usual dedup, merge and "
       "conflict checks, edited ones are updated, tombstones delete. Reports what came in, "
-      "was updated, merged, deleted or conflicts, and files that could not be imported "
-      "(e.g. git conflict markers) with how to fix them.",
+      "was updated, merged, deleted or conflicts, files that could not be imported "
+      "(e.g. git conflict markers) with how to fix them, and files `ignored` because they "
+      "name a memory that is not shared here (a file never changes a private memory).",
       {"type": "object",
        "properties": {"all": {"type": "boolean",
                               "description": "Read every file, not only the changed ones."}},
@@ -113,8 +116,12 @@ def memory_sync(ctx: ToolContext, args: dict) -> dict:
         view = report.view()
         for key in ("came_in", "updated", "merged", "deleted", "unshared", "conflicts"):
             out[key] += view[key]
+        for key in ("privacy", "untrusted_content"):
+            if view.get(key):
+                out[key] = out.get(key, []) + view[key]
         out["relations_added"] += view["relations_added"]
         out["files_read"] += view["files_read"]
+    out["ignored"] = team.ignored(store, ctx.workspace)
     with store.reading():
         shared = sum(m.scope == "shared" for m in store.in_scope(ctx.workspace))
     out["shared_memories"] = shared

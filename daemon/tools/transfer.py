@@ -28,6 +28,7 @@ from ..storage.database import RELATION_TYPES
 from ..storage.safe_files import read_file, write_file
 from ..store.changes import Changes
 from ..store.graph import pair
+from ..team import sync as team
 from .common import MAX_SAFE_INT, LeftOut, clean_tags, private_free
 from .registry import StrictValidator, ToolContext, tool
 
@@ -366,9 +367,12 @@ def _import_memories(ctx: ToolContext, items: list[Item], out: _ImportedMemories
     """Every item stored, found verbatim, or merged, IMPORT_CHUNK under one write lock."""
     store, workspace = ctx.store, ctx.workspace
     # Text already here verbatim needs no embedding; the rest is embedded outside the lock.
+    for item in items:  # shared needs the name of its file
+        if not item.global_id:
+            item.scope = "private"
     with store.reading():
-        present = {n for n, item in enumerate(items)
-                   if store.find_hash(workspace, content_hash(item.content)) is not None}
+        present = {n for n, item in enumerate(items) if store.find_hash(
+            workspace, content_hash(item.content), item.scope) is not None}
     chunks = [range(start, min(start + IMPORT_CHUNK, len(items)))
               for start in range(0, len(items), IMPORT_CHUNK)]
     embedded = _embedded_ahead(ctx, [[n for n in chunk if n not in present] for chunk in chunks],
@@ -403,7 +407,7 @@ def _import_chunk(ctx: ToolContext, items: list[Item], chunk: range,
     before = out.before
     fresh = []
     for n in chunk:
-        same = store.find_hash(workspace, content_hash(items[n].content))
+        same = store.find_hash(workspace, content_hash(items[n].content), items[n].scope)
         if same is not None:
             out.target[n] = same.id
             out.counts["duplicate"] += 1
@@ -425,8 +429,11 @@ def _import_chunk(ctx: ToolContext, items: list[Item], chunk: range,
         out.counts["merged"] += 1
     if not pending:
         return
-    in_use = {m.global_id for m in store.catalog.values() if m.global_id}
-    for n in pending:  # a global id names one memory: a second one with it is private
+    # a global id names one memory, and a retired one names none any more: an item with
+    # either comes in private
+    in_use = {m.global_id for m in store.catalog.values() if m.global_id} | \
+        set(team.retired(store, workspace))
+    for n in pending:
         if items[n].global_id in in_use:
             items[n].global_id, items[n].scope = "", "private"
         in_use.add(items[n].global_id)

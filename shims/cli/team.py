@@ -55,6 +55,11 @@ def cmd_sync(args) -> None:
         others = ", ".join(str(x.get("memory_id")) for x in c.get("conflicts", []))
         print(f"  {c.get('id')} [{c.get('global_id')}] may contradict {others}: read both "
               "with memnest-ctl show, then relate --type supersedes or keep-separate")
+    ignored = result.get("ignored") or []
+    if ignored:
+        print(f"ignored ({len(ignored)}): they name a memory that is not shared here")
+        for e in ignored:
+            print(f"  {e.get('file')}: {e.get('why')}")
     print(f"relations added: {result.get('relations_added', 0)}; shared memories here: "
           f"{result.get('shared_memories', 0)}")
     problems = result.get("problems") or []
