@@ -1,9 +1,12 @@
 """Long random histories against a plain model of what was acknowledged.
 
 Hypothesis drives the real daemon over gRPC with random sequences of every write: stores
-(single and batched, duplicates by text, near duplicates and facts that differ only in a
-value), updates of every field, deletes, relate / unrelate in both directions, keep-separate
-verdicts, imports, dream runs, restarts and kill -9. The model is a few dicts, changed only
+(single and batched, private and shared, duplicates by text, near duplicates and facts that
+differ only in a value), updates of every field, deletes, relate / unrelate in both
+directions, keep-separate verdicts, imports, dream runs, shares and unshares, teammates'
+files (new ones, copies of private memories, edits, tombstones, files gone, old branches,
+hostile files under an unshared memory's old id), restarts and kill -9. After every step a
+private memory has changed only by its owner's own calls. The model is a few dicts, changed only
 by what the daemon acknowledged and by the rules the tools document (a duplicate raises
 importance, a merge keeps the fuller text and unites tags, a dream merge rewires links).
 
@@ -22,12 +25,18 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings, strategies as st
-from hypothesis.stateful import (RuleBasedStateMachine, initialize, precondition, rule,
-                                 run_state_machine_as_test)
-
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 from memnest_daemon.core.anchors import CodeContext
 from memnest_daemon.core.records import content_hash
+from memnest_daemon.curation import admission
 from memnest_proto.contract import CATEGORIES
 from memnest_shims.client import ToolFailure
 
@@ -71,6 +80,16 @@ IMPORTED = [
     "Imported: new hires get read-only production access for their first week",
 ]
 TAGS = ["ops", "db", "ci", "auth", "billing"]
+# What teammates' files bring: facts of their own, one with a secret and one with a private
+# section (admitted as every write is), and copies of this workspace's own memories.
+TEAM_TEXTS = [
+    "Teammate: the billing export job runs at 05:00 UTC every weekday",
+    "Teammate: on-call swaps are announced in the ops channel a week ahead",
+    "Teammate: CI pushes images with the token ghp_" + "Zq81vNcW3xLk0TbR7yHf2PmD5sGa9JuE4oQi",
+    "Teammate: staging runs the blue fleet <private>and my own override is 4471</private>",
+]
+TEAM_AUTHOR = "teammate"
+TEAMMATE_KINDS = ["new", "copy", "edit", "tombstone", "withdraw", "old_branch", "hostile"]
 # Code in each workspace that memories may cite (issue 21), and the citations they give.
 CODE = {"src/a.py": "".join(f"setting_{n} = {n * 7}\n" for n in range(1, 9)),
         "src/b.py": "import os\n\n\ndef helper(x):\n    return os.path.join(x, 'y')\n"}
@@ -91,15 +110,34 @@ class Model:
         self.memories: dict[int, dict] = {}
         self.edges: set[tuple[str, int, int]] = set()
         self.verdicts: set[tuple[int, int]] = set()
-        # team memory: id -> global id of the memories shared now; every global id a memory
-        # was given (it keeps it when unshared); tombstones of shared memories deleted
+        # team memory: id -> global id of the memories shared now; tombstones of shared
+        # memories deleted; global ids unshared by their owner (retired for good); those
+        # whose file went away (gid -> (id, the memory as it was then)); every global id
+        # ever given; files a teammate wrote that no memory here follows (gid -> document);
+        # what this daemon last wrote for each global id (an old branch brings it back);
+        # global ids a teammate's new file had, merged into a memory shared as another
         self.shared: dict[int, str] = {}
-        self.gids: dict[int, str] = {}
         self.tombstones: set[str] = set()
+        self.retired: set[str] = set()
+        self.withdrawn: dict[str, tuple[int, tuple]] = {}
+        self.gids: set[str] = set()
+        self.foreign: dict[str, dict] = {}
+        self.last_file: dict[str, dict] = {}
+        self.aliases: dict[str, str] = {}
+
+    def look(self, memory_id: int) -> tuple:
+        """What a withdrawn memory must still be for its file to share it again."""
+        m = self.memories[memory_id]
+        return (content_hash(m["content"]), m["category"], tuple(m["tags"]), m["importance"])
+
+    def private(self) -> list[int]:
+        return sorted(i for i in self.memories if i not in self.shared)
 
     def forget(self, memory_id: int) -> None:
         if memory_id in self.shared:
-            self.tombstones.add(self.shared.pop(memory_id))
+            gid = self.shared.pop(memory_id)
+            self.tombstones.add(gid)
+            self.foreign.pop(gid, None)
         self.memories.pop(memory_id, None)
         self.edges = {e for e in self.edges if memory_id not in e[1:]}
         self.verdicts = {v for v in self.verdicts if memory_id not in v}
@@ -167,6 +205,7 @@ class History(RuleBasedStateMachine):
     def _apply_store(self, item: dict, result: dict, batch_new: dict) -> None:
         memory_id, status = result["id"], result["status"]
         model = self.model.memories
+        scope = item.get("scope", "private")
         if status == "stored":
             assert memory_id not in model and memory_id not in batch_new
             model[memory_id] = {"content": item["content"].strip(),
@@ -174,8 +213,11 @@ class History(RuleBasedStateMachine):
                                 "tags": list(dict.fromkeys(item.get("tags", []))),
                                 "importance": item.get("importance", 3), "via": "cli",
                                 "anchors": _cited(item.get("anchors", []))}
-            batch_new[memory_id] = True
+            batch_new[memory_id] = scope
             return
+        # a duplicate or a merge joins only a memory of the scope the item asked for
+        assert batch_new.get(memory_id, "shared" if memory_id in self.model.shared
+                             else "private") == scope, (memory_id, item)
         target = model[memory_id]
         target["anchors"] = _union(target["anchors"], _cited(item.get("anchors", [])))
         if status == "duplicate":
@@ -206,21 +248,38 @@ class History(RuleBasedStateMachine):
             item["anchors"] = draw(st.lists(st.sampled_from(ANCHORS), max_size=2))
         return item
 
-    @rule(item=items())
-    def add_memory(self, item):
+    def _shared_by_store(self, new: dict) -> None:
+        """The memories a store created to be shared: each has a global id never seen."""
+        ids = sorted(i for i, scope in new.items() if scope == "shared")
+        if ids:
+            for m in self.call("memory_get", ids=ids)["memories"]:
+                gid = m["global_id"]
+                assert m["scope"] == "shared" and gid not in self.model.gids, m
+                self.model.gids.add(gid)
+                self.model.shared[m["id"]] = gid
+
+    @rule(item=items(), shared=st.integers(0, 3))
+    def add_memory(self, item, shared):
+        if shared == 0:
+            item["scope"] = "shared"
         result = self.call("memory_store", **item)
-        self._apply_store(item, result, {})
+        new: dict = {}
+        self._apply_store(item, result, new)
         assert result["importance"] == self.model.memories[result["id"]]["importance"]
+        self._shared_by_store(new)
         self.check()
 
-    @rule(batch=st.lists(items(), min_size=1, max_size=5))
-    def add_batch(self, batch):
+    @rule(batch=st.lists(items(), min_size=1, max_size=5), shared=st.sets(st.integers(0, 4)))
+    def add_batch(self, batch, shared):
+        for n in shared & set(range(len(batch))):
+            batch[n]["scope"] = "shared"
         out = self.call("memory_store", items=batch)
         new: dict = {}
         for item, result in zip(batch, out["results"]):
             self._apply_store(item, result, new)
         for result in out["results"]:  # each shows its memory as the whole batch left it
             assert result["importance"] == self.model.memories[result["id"]]["importance"]
+        self._shared_by_store(new)
         self.check()
 
     @precondition(lambda self: self.model.memories)
@@ -315,17 +374,27 @@ class History(RuleBasedStateMachine):
         assert sorted(m["id"] for m in out["memories"]) == sorted(ids)
         assert sorted(out["changed"]) == sorted(
             i for i in ids if (i in model.shared) == unshare)
+        retiring = sorted(model.shared[i] for i in out["changed"]) if unshare else []
+        for gid, (memory_id, _) in list(model.withdrawn.items()):  # the owner decided
+            if memory_id in out["changed"]:
+                model.retired.add(gid)
+                del model.withdrawn[gid]
         for m in out["memories"]:
             memory_id, gid = m["id"], m["global_id"]
-            if gid or not unshare:  # never shared: no global id yet
-                assert model.gids.setdefault(memory_id, gid) == gid  # one for good
-            if unshare:
-                model.shared.pop(memory_id, None)
-            else:
+            if unshare:  # its global id retires for good
+                assert gid == ""
+                if memory_id in model.shared:
+                    model.retired.add(model.shared.pop(memory_id))
+            elif memory_id in model.shared:
+                assert gid == model.shared[memory_id]
+            else:  # shared again or for the first time: a global id never seen
+                assert gid not in model.gids
+                model.gids.add(gid)
                 model.shared[memory_id] = gid
         if unshare:
+            assert sorted(out["retired_global_ids"]) == retiring
             assert sorted(out["removed_files"]) == sorted(
-                f".memnest/shared/{model.gids[i]}.json" for i in out["changed"])
+                f".memnest/shared/{g}.json" for g in retiring)
         self.check()
 
     def check_shared_files(self) -> None:
@@ -335,12 +404,15 @@ class History(RuleBasedStateMachine):
         files = {p.name[:-5]: json.loads(p.read_text()) for p in folder.glob("*.json")} \
             if folder.is_dir() else {}
         model = self.model
-        assert set(files) == set(model.shared.values()) | model.tombstones, \
-            "the shared folder differs from the model's shared memories"
+        assert set(files) == set(model.shared.values()) | model.tombstones | \
+            set(model.foreign), "the shared folder differs from the model's shared memories"
         for gid in model.tombstones:
             assert files[gid] == {"_memnest": 1, "deleted": True}
+        for gid, doc in model.foreign.items():  # left as the teammate wrote it
+            assert files[gid] == doc, gid
         for memory_id, gid in model.shared.items():
             m, doc = model.memories[memory_id], files[gid]
+            model.last_file[gid] = doc
             assert (doc["content"], doc["category"], doc["tags"], doc["importance"]) == \
                 (m["content"], m["category"], m["tags"], m["importance"]), (doc, m)
             assert doc["relations"] == [
@@ -348,6 +420,147 @@ class History(RuleBasedStateMachine):
                     (rel, model.shared[b]) for rel, a, b in model.edges
                     if a == memory_id and b in model.shared)], doc
             assert str(self.workspace) not in json.dumps(doc)
+
+    # -- teammates' files ------------------------------------------------------------------
+
+    def folder(self) -> Path:
+        return self.workspace / ".memnest" / "shared"
+
+    def put_file(self, gid: str, doc: dict, foreign: bool = True) -> None:
+        self.folder().mkdir(parents=True, exist_ok=True)
+        (self.folder() / f"{gid}.json").write_text(json.dumps(doc))
+        self.written[gid] = doc
+        if foreign:
+            self.model.foreign[gid] = doc
+
+    def new_gid(self) -> str:
+        self.team_files = getattr(self, "team_files", 0) + 1
+        gid = f"feed{History.root_count:08x}{self.team_files:020x}"
+        self.model.gids.add(gid)
+        return gid
+
+    @rule(data=st.data(), kind=st.sampled_from(TEAMMATE_KINDS))
+    def teammate_file(self, data, kind):
+        self.teammate(data, kind)
+
+    def teammate(self, data, kind: str) -> None:
+        """A pull, a checkout or a hostile teammate changes .memnest/shared/. A file may
+        change only a memory shared now, by its own global id; one naming an unshared
+        memory's old id, or copying a private memory, changes nothing that is private."""
+        model = self.model
+        self.written: dict[str, dict] = {}  # what this step wrote, by global id
+        for gid in model.shared.values():
+            path = self.folder() / f"{gid}.json"
+            if path.is_file():
+                model.last_file[gid] = json.loads(path.read_text())
+        gone = sorted(model.retired | set(model.withdrawn))
+        if kind in ("edit", "tombstone", "withdraw") and not model.shared or \
+                kind == "copy" and not model.memories or \
+                kind in ("old_branch", "hostile") and not gone:
+            return
+        STEPS_RUN[f"teammate {kind}"] += 1
+        self.agrees = False
+        doc = {"_memnest": 1, "author": TEAM_AUTHOR,
+               "category": data.draw(st.sampled_from(CATEGORIES)),
+               "importance": data.draw(st.integers(1, 5)),
+               "tags": data.draw(st.lists(st.sampled_from(TAGS), max_size=2, unique=True)),
+               "relations": []}
+        if kind == "new":
+            self.put_file(self.new_gid(), {**doc, "content": data.draw(
+                st.sampled_from(TEAM_TEXTS))})
+        elif kind == "copy":  # word for word, or as a close variant, of a memory here
+            source = model.memories[data.draw(st.sampled_from(sorted(model.memories)))]
+            self.put_file(self.new_gid(), {**doc, "category": source["category"],
+                                           "tags": list(source["tags"]),
+                                           "content": _variant(source["content"],
+                                                               data.draw(st.integers(0, 2)))})
+        elif kind in ("edit", "tombstone", "withdraw"):
+            memory_id = data.draw(st.sampled_from(sorted(model.shared)))
+            gid = model.shared[memory_id]
+            if kind == "withdraw":
+                (self.folder() / f"{gid}.json").unlink()
+            elif kind == "tombstone":
+                self.put_file(gid, {"_memnest": 1, "deleted": True}, foreign=False)
+            else:
+                was = model.last_file.get(gid, {**doc, "content": "x"})
+                self.put_file(gid, {**was, "content": data.draw(st.sampled_from(
+                    FACTS + TEAM_TEXTS)), "importance": doc["importance"]}, foreign=False)
+        elif kind == "old_branch":  # the file as this daemon last wrote it
+            gid = data.draw(st.sampled_from(gone))
+            if gid in model.last_file:
+                self.put_file(gid, model.last_file[gid])
+        else:  # the old id, with a private memory's text or a tombstone
+            gid = data.draw(st.sampled_from(gone))
+            private = model.private()
+            if private and data.draw(st.booleans()):
+                self.put_file(gid, {**doc, "content": model.memories[
+                    data.draw(st.sampled_from(private))]["content"] + " (rewritten)"})
+            else:
+                self.put_file(gid, {"_memnest": 1, "deleted": True})
+        self.check()
+
+    def team_sync(self) -> None:
+        """memory_sync of every file, checked against what the model says each file may do,
+        then applied to the model."""
+        out = self.call("memory_sync", all=True)
+        model = self.model
+        written, self.written = getattr(self, "written", {}), {}
+        assert not out["problems"], out["problems"]
+        listed = {p.name[:-5] for p in self.folder().glob("*.json")} \
+            if self.folder().is_dir() else set()
+        tombstoned = {i for i, g in model.shared.items()
+                      if g in written and written[g].get("deleted")}
+        missing = {i for i, g in model.shared.items() if g not in listed}
+        # what stays shared through this sync: a file merged into another memory comes in
+        # on its own once that memory is not shared any more
+        staying = {g for i, g in model.shared.items() if i not in tombstoned | missing}
+        incoming = {g for g, doc in model.foreign.items() if not doc.get("deleted")
+                    and g not in model.retired and g not in model.withdrawn
+                    and model.aliases.get(g) not in staying}
+        restorable = {g for g, (i, look) in model.withdrawn.items()
+                      if g in model.foreign and not model.foreign[g].get("deleted")
+                      and i in model.memories and i not in model.shared
+                      and model.look(i) == look}
+        ignored = {g for g in model.foreign if (g in model.retired or g in model.withdrawn)
+                   and g not in restorable}
+        assert {e["global_id"] for e in out["ignored"]} == ignored, out["ignored"]
+        assert {e["global_id"] for e in out["came_in"]} | \
+            {e["global_id"] for e in out["merged"]} == incoming, \
+            (out, sorted(model.foreign), model.retired, model.withdrawn, model.aliases)
+        restored = {e["global_id"] for e in out["updated"] if e.get("shared_again")}
+        assert restored == restorable, out["updated"]
+        for e in out["updated"]:
+            memory_id, gid = e["id"], e["global_id"]
+            if e.get("shared_again"):
+                model.withdrawn.pop(gid)
+                model.shared[memory_id] = gid
+                doc = model.foreign.pop(gid)
+            else:  # an edit of a memory shared now, under its own id
+                assert model.shared.get(memory_id) == gid, e
+                doc = written[gid]
+            model.memories[memory_id].update(_admitted(doc))
+        assert {e["id"] for e in out["deleted"]} == tombstoned, out["deleted"]
+        for memory_id in tombstoned:
+            model.forget(memory_id)
+        assert {e["id"] for e in out["unshared"]} == missing, out["unshared"]
+        for memory_id in missing:  # the memory stays, private, until its file comes back
+            gid = model.shared.pop(memory_id)
+            model.withdrawn[gid] = (memory_id, model.look(memory_id))
+        # then what is new here, as the daemon brings it in after the rest
+        for e in out["came_in"]:
+            memory_id, gid = e["id"], e["global_id"]
+            assert memory_id not in model.memories, e
+            model.memories[memory_id] = {**_admitted(model.foreign.pop(gid)), "via": "import",
+                                         "client": TEAM_AUTHOR, "session": "team",
+                                         "anchors": []}
+            model.shared[memory_id] = gid
+            model.aliases.pop(gid, None)
+        for e in out["merged"]:  # into a shared memory only, never a private one
+            target = e["id"]
+            assert model.shared.get(target) == e["into"], (e, model.shared)
+            self._apply_store({**_admitted(model.foreign[e["global_id"]]), "scope": "shared"},
+                              {"id": target, "status": e["status"]}, {})
+            model.aliases[e["global_id"]] = e["into"]
 
     @precondition(lambda self: len(self.model.memories) >= 2)
     @rule(data=st.data())
@@ -378,7 +591,9 @@ class History(RuleBasedStateMachine):
         path.write_text(json.dumps(doc))
         out = self.call("memory_import", path=path.name)
         assert out["memories"]["merged"] == 0, out  # the texts resemble nothing else here
-        by_hash = {content_hash(m["content"]): i for i, m in self.model.memories.items()}
+        by_hash: dict[str, int] = {}  # the oldest private memory holding each text
+        for i in self.model.private():
+            by_hash.setdefault(content_hash(self.model.memories[i]["content"]), i)
         listed = self.call("memory_list", limit=500)["memories"]
         fresh = {m["content"]: m["id"] for m in listed if m["id"] not in self.model.memories}
         ids = {}
@@ -451,6 +666,7 @@ class History(RuleBasedStateMachine):
 
     def check(self, heavy: bool = False) -> None:
         self.agrees = False
+        self.team_sync()
         model = self.model
         expected = {i: (m["content"], m["category"], m["tags"], m["importance"])
                     for i, m in model.memories.items()}
@@ -461,7 +677,7 @@ class History(RuleBasedStateMachine):
         rows, about, topics, links, verdicts = self.cypher(
             "MATCH (m:Memory) RETURN m.id, m.content, m.category, m.tags, m.importance, "
             "m.content_hash, m.workspace, m.origin_via, m.origin_client, m.origin_session, "
-            "m.code",
+            "m.code, m.scope, m.global_id",
             "MATCH (m:Memory)-[:ABOUT]->(t:Topic) RETURN m.id, t.name",
             "MATCH (t:Topic) RETURN t.name",
             "MATCH (a:Memory)-[r]->(b:Memory) RETURN label(r) AS kind, a.id, b.id",
@@ -470,9 +686,16 @@ class History(RuleBasedStateMachine):
                   for r in rows if r["m.content_hash"] == content_hash(r["m.content"])
                   and r["m.workspace"] == str(self.workspace)}
         assert stored == expected, "the database's Memory rows differ from the model"
-        # provenance: how each was first written, by the client the calls claim to be
+        # scope: a memory is shared, under its own global id, only as the model says; no
+        # file and no merge made a private memory shared
+        assert {r["m.id"]: (r["m.scope"], r["m.global_id"]) for r in rows} == \
+            {i: ("shared", model.shared[i]) if i in model.shared else ("private", "")
+             for i in model.memories}, "a memory's scope differs from the model"
+        # provenance: how each was first written, by the client the calls claim to be (or
+        # the teammate whose file brought it)
         assert {r["m.id"]: (r["m.origin_via"], r["m.origin_client"], r["m.origin_session"])
-                for r in rows} == {i: (m["via"], "model-test", "history")
+                for r in rows} == {i: (m["via"], m.get("client", "model-test"),
+                                       m.get("session", "history"))
                                    for i, m in model.memories.items()}
         # the code each cites, as the database holds it (anchors only move by recall)
         assert {r["m.id"]: [a.where for a in CodeContext.parse(r["m.code"]).anchors]
@@ -507,6 +730,14 @@ class History(RuleBasedStateMachine):
             report = self.call("memory_verify")
             assert report["healthy"], report["findings"]
             self.check_shared_files()  # heavy checks follow restarts: read back from disk
+
+
+def _admitted(doc: dict) -> dict:
+    """A teammate's file as memnest stores it: through the admission every write takes."""
+    tags, _ = admission.admit_tags(doc.get("tags", []), "tags")
+    return {"content": admission.admit(doc["content"], "content", 1 << 20).text,
+            "category": doc.get("category", "general"), "tags": tags,
+            "importance": doc.get("importance", 3)}
 
 
 def _cited(anchors: list[dict]) -> list[str]:
@@ -549,3 +780,76 @@ def test_random_histories_match_the_model(fresh_daemon, tmp_path):
     total = sum(STEPS_RUN.values())
     print(f"\n{EXAMPLES} histories, {total} calls and restarts checked against the model: "
           + ", ".join(f"{k} {v}" for k, v in STEPS_RUN.most_common()))
+
+
+class TeamHistory(History):
+    """The writes that cross the team boundary, and nothing else, so that a short budget
+    spends its steps there: local stores (private and shared), updates, deletes, shares and
+    unshares, teammates' files of every kind, restarts. (A method redefined without @rule
+    is no rule here.)"""
+
+    def shift_code(self): ...
+
+    def relate(self, data, rel): ...
+
+    def unrelate(self, data, both, typed): ...
+
+    def keep_separate(self, data): ...
+
+    def import_file(self, data): ...
+
+    def dream(self): ...
+
+    def teammate_file(self, data, kind): ...
+
+    # one rule per kind of file, so that each history turns on several of them (Hypothesis
+    # switches rules off at random per history)
+    @rule(data=st.data())
+    def teammate_new(self, data):
+        self.teammate(data, "new")
+
+    @rule(data=st.data())
+    def teammate_copy(self, data):
+        self.teammate(data, "copy")
+
+    @rule(data=st.data())
+    def teammate_edit(self, data):
+        self.teammate(data, "edit")
+
+    @rule(data=st.data())
+    def teammate_tombstone(self, data):
+        self.teammate(data, "tombstone")
+
+    @rule(data=st.data())
+    def teammate_withdraw(self, data):
+        self.teammate(data, "withdraw")
+
+    @rule(data=st.data())
+    def teammate_old_branch(self, data):
+        self.teammate(data, "old_branch")
+
+    @rule(data=st.data())
+    def teammate_hostile(self, data):
+        self.teammate(data, "hostile")
+
+
+TEAM_EXAMPLES = int(os.environ.get("MEMNEST_TEAM_EXAMPLES", "20" if SOAK else "4"))
+TEAM_STEPS = int(os.environ.get("MEMNEST_TEAM_STEPS", "60" if SOAK else "30"))
+
+
+def test_teammates_files_never_change_a_private_memory(fresh_daemon, tmp_path):
+    fresh_daemon.env["MEMORY_QUERY_MAX_ROWS"] = "100000"
+    fresh_daemon.start()
+    TeamHistory.daemon = fresh_daemon
+    TeamHistory.root = tmp_path
+    STEPS_RUN.clear()
+    run_state_machine_as_test(TeamHistory, settings=settings(
+        max_examples=TEAM_EXAMPLES, stateful_step_count=TEAM_STEPS, deadline=None,
+        database=None, derandomize=not SOAK, print_blob=True,
+        phases=list(Phase) if os.environ.get("MEMNEST_MODEL_SHRINK") else
+        [Phase.explicit, Phase.reuse, Phase.generate],
+        suppress_health_check=list(HealthCheck)))
+    print(f"\n{TEAM_EXAMPLES} team histories: "
+          + ", ".join(f"{k} {v}" for k, v in STEPS_RUN.most_common()))
+    ran = {k for k in STEPS_RUN if k.startswith("teammate ")}
+    assert len(ran) >= 4, STEPS_RUN

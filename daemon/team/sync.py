@@ -219,12 +219,6 @@ def _retiring(store, entries: dict[str, dict]) -> dict[str, str]:
     return {RETIRED: json.dumps({**known, **entries}, sort_keys=True)}
 
 
-def _restored(store, entries: list[str]) -> dict[str, str]:
-    known: dict[str, dict] = json.loads(store.db.meta(RETIRED) or "{}")
-    return {RETIRED: json.dumps({g: e for g, e in known.items() if g not in entries},
-                                sort_keys=True)}
-
-
 def set_scope(store, workspace: str, memories: list[Memory], shared: bool) -> dict:
     """Share or unshare these memories (write lock held): one commit, then their files
     (written by the commit hook, or removed here). Refuses, before writing anything, to
@@ -525,10 +519,10 @@ def _apply_known(store, plan: _Plan, edit_vectors: dict, embed, report: Report) 
         changes.update(after)
         retiring[m.global_id] = {"why": WITHDRAWN, "id": m.id, "mark": _mark(after)}
         report.unshared.append({"id": m.id, "global_id": m.global_id})
-    if retiring or plan.restored:
-        meta = _retiring(store, retiring)
-        known = {g: e for g, e in json.loads(meta[RETIRED]).items() if g not in plan.restored}
-        changes.meta = {RETIRED: json.dumps(known, sort_keys=True)}
+    if retiring or plan.restored:  # a restored id is its memory's again
+        known = json.loads(_retiring(store, retiring)[RETIRED])
+        changes.meta = {RETIRED: json.dumps({g: e for g, e in known.items()
+                                             if g not in plan.restored}, sort_keys=True)}
     if changes:
         store.commit(changes)
 

@@ -431,12 +431,14 @@ def _import_chunk(ctx: ToolContext, items: list[Item], chunk: range,
         return
     # a global id names one memory, and a retired one names none any more: an item with
     # either comes in private
-    in_use = {m.global_id for m in store.catalog.values() if m.global_id} | \
-        set(team.retired(store, workspace))
-    for n in pending:
-        if items[n].global_id in in_use:
-            items[n].global_id, items[n].scope = "", "private"
-        in_use.add(items[n].global_id)
+    named = [n for n in pending if items[n].global_id]
+    if named:
+        in_use = {m.global_id for m in store.catalog.values() if m.global_id} | \
+            set(team.retired(store, workspace))
+        for n in named:
+            if items[n].global_id in in_use:
+                items[n].global_id, items[n].scope = "", "private"
+            in_use.add(items[n].global_id)
     outcomes = ingest(store, workspace, [items[n] for n in pending],
                       [vectors[n] for n in pending], settings, merge_into=before,
                       flag_conflicts=False, origin=ctx.origin.became("import"))
