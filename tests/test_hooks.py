@@ -194,8 +194,37 @@ def test_a_working_turn_is_asked_to_store_once_and_never_loops(hook_env, workspa
     # The next prompt is a new turn.
     run_hook("prompt", prompt_payload(session, workspace, "now tidy the imports"), hook_env,
              workspace)
+    path.write_text(path.read_text().replace("fix the flaky cart test", "now tidy the imports"))
     assert json.loads(run_hook("stop", stop_payload(session, path), hook_env,
                                workspace).stdout)["decision"] == "block"
+
+
+def test_stop_counts_the_answer_the_transcript_does_not_hold_yet(hook_env, workspace,
+                                                                  tmp_path):
+    """Claude Code runs Stop before it writes the turn's answer to the transcript; the
+    answer comes in the payload (`last_assistant_message`)."""
+    session = str(uuid.uuid4())
+    answer = "Fixed the flaky cart test: it now waits for the cart to settle. " * 12
+    # the tool calls are in, the answer is not: one tool call alone would not be asked about
+    path = transcript(tmp_path / "t.jsonl", working_turn("Edit")[:-1])
+    run_hook("prompt", prompt_payload(session, workspace, "fix the flaky cart test"), hook_env,
+             workspace)
+    assert run_hook("stop", stop_payload(session, path), hook_env, workspace).stdout == b""
+    run_hook("prompt", prompt_payload(session, workspace, "fix the flaky cart test again"),
+             hook_env, workspace)
+    # the transcript still ends with the previous prompt's turn (and its five edits): not
+    # this turn's work; this turn's long answer is
+    lagging = transcript(tmp_path / "lag.jsonl", [])
+    lines = lagging.read_text().splitlines()[:2]
+    lagging.write_text("\n".join([*lines, json.dumps({"type": "user", "message": {
+        "role": "user", "content": "fix the flaky cart test"}}), lines[1]]) + "\n")
+    out = run_hook("stop", stop_payload(session, lagging), hook_env, workspace)
+    assert out.stdout == b""  # the five edits were the previous turn's
+    run_hook("prompt", prompt_payload(session, workspace, "and the checkout test"), hook_env,
+             workspace)
+    out = run_hook("stop", {**stop_payload(session, lagging),
+                            "last_assistant_message": answer}, hook_env, workspace)
+    assert json.loads(out.stdout)["decision"] == "block"
 
 
 @pytest.mark.parametrize("turn", [

@@ -292,6 +292,7 @@ def _prompt(event: Event) -> str:
         raise _Skip("")
     session = SessionState.load(event.session)
     session.prompts += 1
+    session.prompt_digests = (session.prompt_digests + [prompt_digest(prompt)])[-2:]
     found = _call(event.daemon(), "memory_search", event.workspace, event.deadline,
                   {"query": prompt[:MAX_PROMPT_CHARS], "top_k": RECALL_LIMIT,
                    "preview_chars": PREVIEW_CHARS, "explain": True})
@@ -393,7 +394,8 @@ def _stop(event: Event) -> str:
     session = SessionState.load(event.session)
     if session.asked_at_prompt == session.prompts and session.prompts:
         raise _Skip("")  # asked once for this turn already
-    turn = last_turn(_text(payload, "transcript_path"))
+    turn = this_turn(last_turn(_text(payload, "transcript_path")), session,
+                     _text(payload, "last_assistant_message"))
     if turn.stored or (turn.tool_calls < CAPTURE_MIN_TOOL_CALLS
                        and turn.answer_chars < CAPTURE_MIN_ANSWER_CHARS):
         raise _Skip("")
@@ -519,6 +521,11 @@ class SessionState:
             if isinstance(shown, dict) else {}
         self.prompts = _int(data.get("prompts"))
         self.asked_at_prompt = _int(data.get("asked_at_prompt"))
+        # digests of the last two prompts (the newest last): the Stop hook tells by them
+        # whether the transcript holds this turn yet
+        digests = data.get("prompt_digests")
+        self.prompt_digests: list[str] = [str(d) for d in digests[-2:]] \
+            if isinstance(digests, list) else []
 
     @classmethod
     def load(cls, session_id: str) -> "SessionState":
@@ -549,7 +556,8 @@ class SessionState:
         if self.path is None:
             return
         data = json.dumps({"shown": self.shown, "prompts": self.prompts,
-                           "asked_at_prompt": self.asked_at_prompt}).encode()
+                           "asked_at_prompt": self.asked_at_prompt,
+                           "prompt_digests": self.prompt_digests}).encode()
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
@@ -595,6 +603,23 @@ class Turn:
         self.tool_calls = 0
         self.answer_chars = 0
         self.stored = False
+        self.prompt = ""  # the digest of the prompt that began it, "" when none was found
+
+
+def prompt_digest(text: str) -> str:
+    return hashlib.sha256(" ".join(text.split()).encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def this_turn(turn: Turn, session: SessionState, answer: str) -> Turn:
+    """The turn as far as the Stop hook can know it. Claude Code runs Stop before it writes
+    the turn's answer to the transcript, and passes the answer as `last_assistant_message`:
+    its length counts. When the transcript still ends with the previous prompt's turn, what
+    it holds is that turn, not this one: only the answer is known."""
+    digests = session.prompt_digests
+    if len(digests) == 2 and turn.prompt == digests[0] != digests[1]:
+        turn = Turn()
+    turn.answer_chars = max(turn.answer_chars, len(answer))
+    return turn
 
 
 def last_turn(transcript: str) -> Turn:
@@ -625,6 +650,7 @@ def last_turn(transcript: str) -> Turn:
         role = message.get("role") if isinstance(message, dict) else None
         content = message.get("content") if isinstance(message, dict) else None
         if entry.get("type") == "user" and role == "user" and _is_prompt(content):
+            turn.prompt = prompt_digest(_prompt_text(content))
             break
         if role != "assistant" or not isinstance(content, list):
             continue
@@ -643,6 +669,13 @@ def last_turn(transcript: str) -> Turn:
 def _regular(fd: int) -> bool:
     import stat
     return stat.S_ISREG(os.fstat(fd).st_mode)
+
+
+def _prompt_text(content) -> str:
+    if isinstance(content, str):
+        return content
+    return " ".join(str(b.get("text", "")) for b in content
+                    if isinstance(b, dict) and b.get("type") == "text")
 
 
 def _is_prompt(content) -> bool:
