@@ -40,6 +40,7 @@ from ..code.files import AnchorError, clean_path
 from ..core import strict_json
 from ..core.anchors import MAX_ANCHORS, MAX_CODE_JSON, Anchor, CodeContext
 from ..core.records import GLOBAL_ID, Memory, from_iso, iso, normalise_tags
+from ..curation import admission
 from ..storage.database import RELATION_TYPES
 
 VERSION = 1
@@ -173,12 +174,10 @@ def _text(value, where: str, limit: int) -> str:
         raise Unreadable(f"{where}: not a string")
     if len(value) > limit:
         raise Unreadable(f"{where}: {len(value)} characters, over the limit of {limit}")
-    if "\x00" in value:
-        raise Unreadable(f"{where}: contains a NUL character")
     try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise Unreadable(f"{where}: contains an unpaired UTF-16 surrogate") from None
+        admission.check_storable(value, where)
+    except admission.Refused as exc:
+        raise Unreadable(str(exc)) from None
     return value
 
 

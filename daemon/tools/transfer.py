@@ -22,6 +22,7 @@ from ..core import strict_json
 from ..core.anchors import MAX_CODE_JSON, CodeContext
 from ..core.errors import invalid
 from ..core.records import SCOPES, content_hash, from_iso, utcnow
+from ..curation import admission
 from ..curation.conflicts import settle_all
 from ..curation.ingest import Item, ingest, merge_candidate
 from ..storage.database import RELATION_TYPES
@@ -208,12 +209,10 @@ def _parse_time(value: str | None, where: str) -> datetime | None:
 
 
 def _text_ok(value: str, where: str) -> None:
-    if "\x00" in value:
-        raise _Bad(f"{where}: contains a NUL character")
     try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise _Bad(f"{where}: contains an unpaired UTF-16 surrogate") from None
+        admission.check_storable(value, where)
+    except admission.Refused as exc:
+        raise _Bad(str(exc)) from None
 
 
 def parse_export(data: bytes, shown: str, settings) -> _Parsed:
