@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from ..core.anchors import CodeContext
 from ..core.records import Memory, Origin, content_hash
 from ..curation import admission
-from ..curation.admission import Refused
 from ..curation.conflicts import with_resolutions
 from ..curation.ingest import Item, ingest
 from ..store.changes import Changes
@@ -200,7 +199,7 @@ def retired(store, workspace: str) -> dict[str, dict]:
     now and is shared again only if the file comes back before the memory changed here). A
     private memory that still names a global id (written before ids were retired) counts as
     unshared."""
-    out: dict[str, dict] = json.loads(store.db.meta(RETIRED) or "{}")
+    out = _recorded(store)
     for m in store.catalog.values():
         if m.scope != "shared" and m.global_id and m.workspace == workspace:
             out.setdefault(m.global_id, {"why": UNSHARED, "id": m.id})
@@ -213,10 +212,17 @@ def _mark(m: Memory) -> str:
     return content_hash(json.dumps([m.content_hash, m.category, m.tags, m.importance]))
 
 
-def _retiring(store, entries: dict[str, dict]) -> dict[str, str]:
-    """The Meta change that adds these global ids to the retired ones (write lock held)."""
-    known: dict[str, dict] = json.loads(store.db.meta(RETIRED) or "{}")
-    return {RETIRED: json.dumps({**known, **entries}, sort_keys=True)}
+def _recorded(store) -> dict[str, dict]:
+    """The retired global ids as the database records them."""
+    return json.loads(store.db.meta(RETIRED) or "{}")
+
+
+def _retiring(store, entries: dict[str, dict], restored=()) -> dict[str, str]:
+    """The Meta change that adds these global ids to the retired ones and takes the
+    `restored` ones out (write lock held)."""
+    known = {**_recorded(store), **entries}
+    return {RETIRED: json.dumps({g: e for g, e in known.items() if g not in restored},
+                                sort_keys=True)}
 
 
 def set_scope(store, workspace: str, memories: list[Memory], shared: bool) -> dict:
@@ -245,7 +251,7 @@ def set_scope(store, workspace: str, memories: list[Memory], shared: bool) -> di
     # the owner has decided: an id its file once had no longer brings the memory back
     ids = {m.id for m in changed}
     retiring.update({g: {**e, "why": UNSHARED}
-                     for g, e in json.loads(store.db.meta(RETIRED) or "{}").items()
+                     for g, e in _recorded(store).items()
                      if e.get("why") == WITHDRAWN and e.get("id") in ids})
     if changed:
         store.commit(Changes(updated=[(m, None) for m in changed],
@@ -331,7 +337,7 @@ def sync(store, workspace: str, embed, settings, everything: bool = False) -> Re
                                               settings.max_store_chars),
                                         settings.max_store_chars, report)
             except (Unreadable, ValueError, OSError) as exc:
-                problems[name] = str(exc) if isinstance(exc, (Unreadable, Refused)) else \
+                problems[name] = str(exc) if isinstance(exc, (Unreadable, admission.Refused)) else \
                     f"cannot be read: {exc}"
                 continue
         # names still wrong keep being reported; fixed ones are forgotten
@@ -520,9 +526,7 @@ def _apply_known(store, plan: _Plan, edit_vectors: dict, embed, report: Report) 
         retiring[m.global_id] = {"why": WITHDRAWN, "id": m.id, "mark": _mark(after)}
         report.unshared.append({"id": m.id, "global_id": m.global_id})
     if retiring or plan.restored:  # a restored id is its memory's again
-        known = json.loads(_retiring(store, retiring)[RETIRED])
-        changes.meta = {RETIRED: json.dumps({g: e for g, e in known.items()
-                                             if g not in plan.restored}, sort_keys=True)}
+        changes.meta = _retiring(store, retiring, plan.restored)
     if changes:
         store.commit(changes)
 
