@@ -22,6 +22,10 @@ class Failure(Exception):
     """A reason to exit 1, already phrased for the user."""
 
 
+class NothingInstalled(Exception):
+    """`service install` found nothing to install into; what it printed says why (exit 3)."""
+
+
 def _print_json(value) -> None:
     print(json.dumps(value, indent=2, ensure_ascii=False))
 
@@ -303,6 +307,8 @@ def cmd_service(args) -> None:
         raise Failure(str(exc)) from None
     if args.json:
         _print_json({**result, "steps": report.steps})
+    if args.action == "install" and not args.dry_run and not result.get("installed"):
+        raise NothingInstalled()  # a script must not take "no service manager" for success
 
 
 def _print_service_status(facts: dict) -> None:
@@ -799,6 +805,8 @@ def main(argv: list[str] | None = None) -> int:
     except DaemonUnavailable as exc:
         print(f"memnest-ctl: {exc}", file=sys.stderr)
         return 1
+    except NothingInstalled:
+        return 3
     except KeyboardInterrupt:
         return 130
     return 0
