@@ -204,8 +204,9 @@ def test_capture_what_it_saw(ws):
     assert (symbol.symbol, symbol.start, symbol.end) == ("send", 5, 11)  # the symbol wins
     assert symbol.where == "send() in client/http.py"
     whole = capture(str(ws), "./client//http.py", auto=True)
-    assert (whole.path, whole.start, whole.lines_hash, whole.commit, whole.auto) == \
-        ("client/http.py", 0, "", "", True)
+    assert (whole.path, whole.start, whole.commit, whole.auto) == \
+        ("client/http.py", 0, "", True)
+    assert len(whole.lines_hash) == 64 and whole.outline.split(" ")[0].startswith("send:")
     # JS/TS definitions: a function, an arrow function, a method
     load = capture(str(ws), "src/app.ts", symbol="load")
     assert (load.start, load.end) == (3, 6)
@@ -288,7 +289,8 @@ def test_edits_moves_and_deletions(ws):
     assert (results["lines"].now.start, results["lines"].now.end) == (7, 8)
     assert results["lines"].view()["now_at"] == "client/http.py:7-8"
     assert results["symbol"].state == "fresh" and results["symbol"].now.start == 7
-    assert results["whole"].state == "fresh"
+    assert results["whole"].state == "changed"   # two imports more: the file's code changed
+    assert "code outside its functions and classes" in results["whole"].detail
 
     # the cited line edited: changed, with a short diff summary
     write(path, HTTP.replace("for attempt in range(retries):",
@@ -302,7 +304,8 @@ def test_edits_moves_and_deletions(ws):
     symbol_now = checked(ws, symbol)
     assert symbol_now.state == "changed" and "range(retries * 2)" in symbol_now.diff
     assert checked(ws, other).state == "fresh"      # an edit elsewhere in the file
-    assert checked(ws, whole).state == "fresh"      # a whole file is not stale for an edit
+    result = checked(ws, whole)                     # the whole file: changed, and where
+    assert result.state == "changed" and "changed: `send`" in result.detail, result
 
     # a symbol removed: deleted; the file removed: every anchor deleted
     write(path, HTTP[:HTTP.index("def post")])
@@ -315,6 +318,111 @@ def test_edits_moves_and_deletions(ws):
         result = checked(ws, anchor)
         assert result.state == "deleted" and "no longer exists" in result.detail
     assert state(ws) == before
+
+
+def test_whole_file_follows_its_code_not_its_comments(ws):
+    """A file cited whole (issue 37): fresh through comment, blank-line and trailing
+    whitespace edits; changed, naming the definitions and the first changed line, once its
+    code changes (committed or not); deleted when it goes."""
+    w, repo = str(ws), Repo.of(str(ws))
+    path = ws / "client" / "http.py"
+    whole = capture(w, "client/http.py", repo=repo)
+    app = capture(w, "src/app.ts", repo=repo)
+    cache = FileCache()
+    assert checked(ws, whole, cache).state == "fresh"
+    assert (cache.stats, cache.reads) == (1, 0)       # unchanged: a stat, nothing read
+    write(path, HTTP.replace("import time\n", "import time  # for sleep\n\n# retries\n")
+          .replace("return False", "return False   "))
+    write(ws / "src" / "app.ts", "/* the app\n * entry */\n" +
+          APP.replace("  const body", "    // fetch it\n      const body"))
+    cache = FileCache()
+    for anchor in (whole, app):
+        result = checked(ws, anchor, cache)
+        assert result.state == "fresh" and result.now.file_hash != anchor.file_hash, result
+        assert result.now.lines_hash == anchor.lines_hash
+    assert cache.reads == 2
+
+    write(path, HTTP.replace("retries=3", "retries=5") + "\n\ndef close():\n    pass\n")
+    head = commit_all(ws, "five retries")
+    result = checked(ws, whole)
+    assert result.state == "changed" and result.now is None
+    assert result.detail == (f"the code of client/http.py changed since commit "
+                             f"{whole.commit[:7]} (changed: `send`; added: `close`; first "
+                             "change at line 5): verify before relying on this memory")
+    assert result.diff.startswith("-1 +3 lines: `def send(data, retries=3):` → "
+                                  "`def send(data, retries=5):`"), result.diff
+    assert result.view()["state"] == "changed"
+    write(ws / "src" / "app.ts", APP.replace("body.trim()", "body"))
+    result = checked(ws, app)
+    assert result.state == "changed" and "changed: `load`" in result.detail, result
+    assert result.diff == "-1 +1 lines: `return body.trim();` → `return body;`"
+    # outside git (or no old copy there), the outline still names what changed
+    result = check(w, whole, None, FileCache())
+    assert result.state == "changed" and result.diff == ""
+    assert "(changed: `send`; added: `close`)" in result.detail
+    # renamed and edited: changed, re-anchored at the new name for a later refresh
+    moved = capture(w, "client/http.py", repo=Repo.of(w))
+    git(ws, "mv", "client/http.py", "client/net.py")
+    write(ws / "client" / "net.py", (ws / "client" / "net.py").read_text().replace(
+        "def post(data):", "def post(data, timeout):"))
+    result = checked(ws, moved)
+    assert result.state == "changed" and result.now.path == "client/net.py"
+    assert result.detail.startswith("client/http.py was renamed to client/net.py and the "
+                                    f"code of client/net.py changed since commit {head[:7]} "
+                                    "(changed: `post`")
+    (ws / "client" / "net.py").unlink()
+    git(ws, "rm", "-q", "--cached", "client/net.py")
+    result = checked(ws, moved)
+    assert result.state == "deleted" and "no longer exists" in result.detail
+
+
+def test_whole_file_anchors_of_an_older_memnest(ws):
+    """Anchors stored before files had a fingerprint (no lines_hash, no outline): read as
+    before while the bytes are the same; when they differ, git's copy at the anchor's
+    commit tells a comment edit from a code change; without it, changed (say why)."""
+    w = str(ws)
+    new = capture(w, "client/http.py", repo=Repo.of(w))
+    stored = CodeContext((new,)).to_json().replace(f',"lines_hash":"{new.lines_hash}"', "")
+    stored = stored.replace(f',"outline":"{new.outline}"', "")
+    old = CodeContext.parse(stored).anchors[0]
+    assert (old.lines_hash, old.outline, old.file_hash) == ("", "", new.file_hash)
+    path = ws / "client" / "http.py"
+    assert checked(ws, old).state == "fresh"
+    write(path, "# a header comment\n" + HTTP)
+    result = checked(ws, old)
+    assert result.state == "fresh" and result.now.lines_hash == new.lines_hash
+    assert result.now.outline == new.outline                   # upgraded where it is
+    write(path, HTTP.replace("time.sleep(attempt)", "time.sleep(2 ** attempt)"))
+    result = checked(ws, old)
+    assert result.state == "changed" and "changed: `send`" in result.detail, result
+    assert "time.sleep(2 ** attempt)" in result.diff
+    result = check(w, old, None, FileCache())                  # no git: cannot tell
+    assert result.state == "changed" and "older memnest" in result.detail
+    assert CodeContext.parse(CodeContext((result.anchor,)).to_json()).anchors == (old,)
+
+
+def test_code_lines_leave_out_comments_and_layout():
+    from memnest_daemon.code.fingerprint import code_lines, definitions_of, outline
+    python = ["import os  # why", "", "# note", "x = '#not a comment'  # but this is",
+              "url = 'http://x'", "    indented = 1   "]
+    assert code_lines(python, "a.py") == [(0, "import os"), (3, "x = '#not a comment'"),
+                                         (4, "url = 'http://x'"), (5, "    indented = 1")]
+    script = ["/* a", " * block */", "const a = 1; // one", "  let b = '//' + a;",
+              "/** doc */ const c = 2;", "x = y - -1"]
+    assert [t for _, t in code_lines(script, "a.ts")] == [
+        "const a = 1;", "let b = '//' + a;", "const c = 2;", "x = y - -1"]
+    assert [t for _, t in code_lines(["# Title", "", "text  "], "README.md")] == [
+        "# Title", "text"]                                      # no comments in Markdown
+    assert [t for _, t in code_lines(["echo $# ${#a} # c"], "run.sh")] == ["echo $# ${#a}"]
+    # a file with very many definitions: the outline stays small, and says it was cut
+    many = [f"def f{n}():\n    return {n}" for n in range(3000)]
+    lines = "\n".join(many).split("\n")
+    defined = definitions_of(lines, "m.py")
+    text = outline(defined)
+    assert len(defined) == 400 and len(text) <= 960 and text.endswith("…")
+    source = ["class C:", "    def send(self):", "        def inner():", "            pass",
+              "", "    async def other(self):", "        pass", "def free():", "    pass"]
+    assert list(definitions_of(source, "h.py")) == ["C", "C.send", "C.other", "free"]
 
 
 def test_changed_lines_summary_counts(ws):

@@ -3,9 +3,14 @@
 capture() records what a citation saw (core/anchors.py's Anchor); check() compares it with
 the workspace now, cheaply: a stat() first (an unchanged size and mtime means fresh, nothing
 read), the file's hash next, and only then the cited lines or symbol, looked for where they
-were, elsewhere in the file, or in the file git says it was renamed to.
+were, elsewhere in the file, or in the file git says it was renamed to. A whole file is
+compared by its code (fingerprint.py): a comment or whitespace edit leaves it fresh; a code
+edit is named by the definitions it touched and, when git still holds the file as the memory
+saw it, by a diff.
 """
 import dataclasses
+import hashlib
+import threading
 
 from ..core.anchors import MAX_ANCHOR_TEXT, MAX_ANCHORS, Anchor, AnchorCheck
 from .diffs import sizes, summary
@@ -19,6 +24,7 @@ from .files import (
     lines_hash,
     read_source,
 )
+from .fingerprint import code_hash, code_lines, compare, definitions_of, outline
 from .git import Repo
 from .mentions import Mention, find_mentions
 from .symbols import NAME, find_definitions
@@ -68,8 +74,14 @@ def _capture(src: Source, start: int, end: int, symbol: str, auto: bool,
     if start or end:
         first, last = _line_range(src, start, end)
         return _anchor(src, first, last, "", auto, commit)
-    return Anchor(path=src.path, file_hash=src.file_hash, size=src.size,
-                  mtime_ns=src.mtime_ns, commit=commit, auto=auto)
+    return _whole(src, commit, auto, None)
+
+
+def _whole(src: Source, commit: str, auto: bool, cache: FileCache | None) -> Anchor:
+    """A whole-file anchor: the file's identity, the hash of its code and its outline."""
+    return Anchor(path=src.path, lines_hash=_code_hash(src, cache), file_hash=src.file_hash,
+                  size=src.size, mtime_ns=src.mtime_ns, commit=commit, auto=auto,
+                  outline=outline(definitions_of(src.lines, src.path)))
 
 
 def symbol_name(symbol: str) -> str:
@@ -130,8 +142,6 @@ def _check(workspace: str, anchor: Anchor, repo: Repo | None,
         return _failed(workspace, anchor, repo, cache, exc)
     if anchor.mtime_ns and st.st_size == anchor.size and st.st_mtime_ns == anchor.mtime_ns:
         return AnchorCheck(anchor, "fresh")
-    if not (anchor.start or anchor.symbol):
-        return AnchorCheck(anchor, "fresh")  # a whole file is fresh while it exists
     try:
         src = cache.read(workspace, rel)
     except AnchorError as exc:
@@ -139,6 +149,8 @@ def _check(workspace: str, anchor: Anchor, repo: Repo | None,
     commit = repo.head if repo is not None and repo.head else anchor.commit
     if src.file_hash == anchor.file_hash:
         return AnchorCheck(anchor, "fresh", now=_refreshed(anchor, src, commit))
+    if not (anchor.start or anchor.symbol):
+        return _compare_file(anchor, src, repo, commit, cache, renamed=False)
     return _compare(anchor, src, commit, cache, renamed=False)
 
 
@@ -168,11 +180,132 @@ def _gone(workspace: str, anchor: Anchor, repo: Repo | None, cache: FileCache) -
         return _unreadable(anchor, exc)
     commit = repo.head or anchor.commit
     if not (anchor.start or anchor.symbol):
-        now = Anchor(src.path, file_hash=src.file_hash, size=src.size, mtime_ns=src.mtime_ns,
-                     commit=commit, auto=anchor.auto)
-        return AnchorCheck(anchor, "moved", detail=f"{anchor.path} was renamed to {new}",
-                           now=now)
+        return _compare_file(anchor, src, repo, commit, cache, renamed=True)
     return _compare(anchor, src, commit, cache, renamed=True)
+
+
+def _compare_file(anchor: Anchor, src: Source, repo: Repo | None, commit: str,
+                  cache: FileCache, renamed: bool) -> AnchorCheck:
+    """A whole file whose bytes changed (maybe under a new name): fresh (or moved) while its
+    code is the same, else changed, saying which definitions changed and how."""
+    also = f"{anchor.path} was renamed to {src.path} and " if renamed else ""
+    now_hash = _code_hash(src, cache)
+    change = _file_change(anchor, src, now_hash, repo)
+    if change is None:
+        now = dataclasses.replace(_refreshed(anchor, src, commit), path=src.path,
+                                  lines_hash=now_hash)
+        if not anchor.outline:  # anchored by an older memnest: outline it now
+            now = dataclasses.replace(now, outline=outline(definitions_of(src.lines,
+                                                                          src.path)))
+        if renamed:
+            return AnchorCheck(anchor, "moved", detail=f"{anchor.path} was renamed to "
+                               f"{src.path}", now=now)
+        return AnchorCheck(anchor, "fresh", now=now)
+    what, diff = change
+    return AnchorCheck(anchor, "changed", diff=diff,
+                       now=_whole(src, commit, anchor.auto, cache) if renamed else None,
+                       detail=f"{also}the code of {src.path} changed {_since(anchor)} "
+                       f"({what}): verify before relying on this memory")
+
+
+# What changed between two versions of a file, by (old bytes' hash, new bytes' hash, path):
+# a changed file is checked on every recall, and git would run each time.
+_CHANGES: dict[tuple, "tuple[str, str] | None"] = {}
+_CHANGES_LOCK = threading.Lock()
+MAX_CHANGES = 512
+
+
+def _file_change(anchor: Anchor, src: Source, now_hash: str,
+                 repo: Repo | None) -> tuple[str, str] | None:
+    """None when the file's code is what the anchor saw; else (what changed, in words; a
+    diff summary, "" without the old text)."""
+    if anchor.lines_hash == now_hash:
+        return None
+    key = (anchor.file_hash, anchor.lines_hash + anchor.outline, anchor.path, anchor.commit,
+           src.file_hash, src.path, repo is not None)
+    with _CHANGES_LOCK:
+        if key in _CHANGES:
+            return _CHANGES[key]
+    found = _file_change_uncached(anchor, src, now_hash, repo)
+    with _CHANGES_LOCK:
+        if len(_CHANGES) >= MAX_CHANGES:
+            _CHANGES.pop(next(iter(_CHANGES)))
+        _CHANGES[key] = found
+    return found
+
+
+def _file_change_uncached(anchor: Anchor, src: Source, now_hash: str,
+                          repo: Repo | None) -> tuple[str, str] | None:
+    old = _old_lines(anchor, repo)
+    old_hash, old_outline = anchor.lines_hash, anchor.outline
+    if old is not None and not old_hash:  # an older memnest's anchor: fingerprint it now
+        old_hash = code_hash(old, anchor.path)
+        old_outline = outline(definitions_of(old, anchor.path))
+    if old_hash == now_hash:
+        return None
+    if not old_hash:
+        return ("the memory was anchored by an older memnest, which kept no fingerprint of "
+                "the file's code; its bytes changed, maybe only in comments"), ""
+    parts = _definitions_changed(old_outline, src)
+    diff, line = _code_diff(old, anchor.path, src) if old is not None else ("", 0)
+    if not parts:
+        parts = ["code outside its functions and classes"]
+    what = "; ".join(parts) + (f"; first change at line {line}" if line else "")
+    return what, diff
+
+
+def _definitions_changed(old_outline: str, src: Source) -> list[str]:
+    changed, removed, added = compare(old_outline, definitions_of(src.lines, src.path))
+    out = []
+    for label, names in (("changed", changed), ("removed", removed), ("added", added)):
+        if names:
+            shown = ", ".join(f"`{n}`" for n in names[:5])
+            more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+            out.append(f"{label}: {shown}{more}")
+    return out
+
+
+def _old_lines(anchor: Anchor, repo: Repo | None) -> tuple[str, ...] | None:
+    """The file as the memory saw it, when the commit it was anchored at holds exactly
+    those bytes (the file was committed then); None otherwise."""
+    if repo is None or not anchor.commit or not anchor.file_hash:
+        return None
+    data = repo.file_at(anchor.commit, anchor.path)
+    if data is None or hashlib.sha256(data).hexdigest() != anchor.file_hash:
+        return None
+    lines = data.decode("utf-8", errors="replace").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return tuple(line.rstrip() for line in lines)
+
+
+def _code_diff(old: tuple[str, ...], old_path: str, src: Source) -> tuple[str, int]:
+    """A summary of the first run of changed code lines (common code before and after it
+    left out, at most MAX_DIFF_LINES of each side), and its line number in the file now."""
+    a = code_lines(old, old_path)
+    b = code_lines(src.lines, src.path)
+    head = 0
+    while head < min(len(a), len(b)) and a[head][1] == b[head][1]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail][1] == b[-1 - tail][1]:
+        tail += 1
+    old_part = [t for _, t in a[head:len(a) - tail]][:MAX_DIFF_LINES]
+    new_part = [t for _, t in b[head:len(b) - tail]][:MAX_DIFF_LINES]
+    if head < len(b) - tail:
+        line = b[head][0] + 1
+    else:
+        line = b[head - 1][0] + 2 if head else 1  # code removed: where it was
+    return summary(old_part, new_part), line
+
+
+def _code_hash(src: Source, cache: FileCache | None) -> str:
+    if cache is None:
+        return code_hash(src.lines, src.path)
+    key = (src.path, src.file_hash)
+    if key not in cache.code:
+        cache.code[key] = code_hash(src.lines, src.path)
+    return cache.code[key]
 
 
 def _compare(anchor: Anchor, src: Source, commit: str, cache: FileCache,
@@ -273,8 +406,7 @@ def _renamed_to(anchor: Anchor, src: Source, spans: list[tuple[int, int]],
     if 1 <= anchor.start <= len(src.lines):
         end = min(anchor.end, len(src.lines))
         return _anchor(src, anchor.start, end, "", anchor.auto, commit)
-    return Anchor(src.path, file_hash=src.file_hash, size=src.size, mtime_ns=src.mtime_ns,
-                  commit=commit, auto=anchor.auto)
+    return _whole(src, commit, anchor.auto, None)
 
 
 def _refreshed(anchor: Anchor, src: Source, commit: str) -> Anchor:

@@ -206,6 +206,7 @@ class FileCache:
         self._stats: dict[tuple[str, str], "os.stat_result | AnchorError"] = {}
         self._sources: dict[tuple[str, str], "Source | AnchorError"] = {}
         self.symbols: dict[tuple[str, str, str], list[tuple[int, int]]] = {}
+        self.code: dict[tuple[str, str], str] = {}   # (path, file hash) → hash of its code
         self.stats = 0
         self.reads = 0
 

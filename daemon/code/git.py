@@ -1,5 +1,5 @@
 """What git knows about a workspace: its HEAD and branch, which files were renamed since a
-commit, and whether a commit is in HEAD's history.
+commit, whether a commit is in HEAD's history, and a file as a commit holds it.
 
 `Repo.of` runs on every search, so it is cached per workspace and revalidated by a few stat()
 calls: the worktree's HEAD file and the files holding the current branch's ref (a loose ref,
@@ -101,6 +101,15 @@ class Repo:
         with self._lock:
             self._ancestors[commit] = answer
         return answer
+
+    def file_at(self, commit: str, path: str) -> bytes | None:
+        """The bytes of the workspace-relative `path` as commit `commit` holds it (None: no
+        such commit or file, or git cannot tell). Read from the object database, never the
+        working tree: no filter runs."""
+        if not _COMMIT.match(commit or "") or not path:
+            return None
+        code, out = run_git(self.workspace, "cat-file", "blob", f"{commit}:{self.prefix}{path}")
+        return out if code == 0 else None
 
     def _committed_renames(self, since: str) -> dict[str, str] | None:
         with self._lock:

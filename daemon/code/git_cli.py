@@ -5,8 +5,8 @@ an external diff, textconv drivers, clean/smudge filters, a pager. So git runs w
 argv (never a shell), options that switch those off, no terminal prompt, no optional locks
 (nothing written to the repository), a timeout (the whole process group is killed), and a cap
 on what it may print. Callers run only commands that never read working tree content
-(rev-parse, symbolic-ref, merge-base, diff between commits or of the index): those are the
-ones that could run a clean filter.
+(rev-parse, symbolic-ref, merge-base, diff between commits or of the index, cat-file of a
+committed file): those are the ones that could run a clean filter.
 """
 import os
 import selectors

@@ -273,3 +273,58 @@ def _string_end(line: str, k: int) -> int:
             return k + 1
         k += 1
     return k
+
+
+# -- every definition, for a whole file's outline ----------------------------------------------
+
+MAX_OUTLINED = 400         # definitions outlined per file; the rest are not named
+_PY_DEF = re.compile(r"([ \t]*)(?:async[ \t]+def|def|class)[ \t]+([A-Za-z_]\w{0,200})")
+_TOP_DEF = re.compile(
+    r"(?:export[ \t]+(?:default[ \t]+)?)?" + _MODS +
+    r"(?:function\b[ \t]*\*?|class|interface|enum|struct|trait|type|fn|def|sub|module|"
+    r"namespace|object|record|protocol|func(?:[ \t]*\([^)\n]{0,200}\))?|"
+    r"impl(?:<[^>\n]{0,200}>)?|const|let|var|static)[ \t]+([A-Za-z_$][\w$]{0,200})")
+
+
+def outline(lines: "tuple[str, ...] | list[str]",
+            path: str) -> list[tuple[str, int, int]]:
+    """The file's definitions as (name, first line, last line), 0-based inclusive, in file
+    order: those at the top level (the line starts with the definition) and, in Python, the
+    methods of top-level classes (`Client.send`). [] for a language not known by its
+    extension. At most MAX_OUTLINED."""
+    lang = language(path)
+    if not lang:
+        return []
+    out: list[tuple[str, int, int]] = []
+    i = 0
+    while i < len(lines) and len(out) < MAX_OUTLINED:
+        line = lines[i]
+        found = _PY_DEF.match(line) if lang == "python" else _TOP_DEF.match(line)
+        if found is None or (lang == "python" and found.group(1)):
+            i += 1
+            continue
+        name = found.group(found.lastindex or 1)
+        last = _extent(lines, i, lang)
+        out.append((name, i, last))
+        if lang == "python" and line.startswith("class"):
+            out += _methods(lines, name, i + 1, last)
+        i = max(i + 1, last + 1)
+    return out[:MAX_OUTLINED]
+
+
+def _methods(lines, owner: str, lo: int, hi: int) -> list[tuple[str, int, int]]:
+    """The defs one level inside a Python class body (lines lo..hi)."""
+    out: list[tuple[str, int, int]] = []
+    depth = None
+    k = lo
+    while k <= hi and len(out) < MAX_OUTLINED:
+        found = _PY_DEF.match(lines[k])
+        if found is None or not found.group(1) or (depth is not None and
+                                                   len(found.group(1)) != depth):
+            k += 1
+            continue
+        depth = len(found.group(1))
+        last = min(_extent(lines, k, "python"), hi)
+        out.append((f"{owner}.{found.group(2)}", k, last))
+        k = max(k + 1, last + 1)
+    return out

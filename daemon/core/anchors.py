@@ -21,13 +21,15 @@ class Anchor:
     start: int = 0           # first cited line, 1-based; 0 for a whole file or a symbol
     end: int = 0             # last cited line (inclusive)
     symbol: str = ""         # a function or class name, when one was cited
-    lines_hash: str = ""     # sha256 of the cited lines or the symbol's body, normalised
+    lines_hash: str = ""     # sha256 of the cited lines or the symbol's body, normalised;
+    #                          of a whole file, of its code (comments and layout left out)
     text: str = ""           # those lines, up to MAX_ANCHOR_TEXT characters ("" if longer)
     file_hash: str = ""      # sha256 of the whole file's bytes
     size: int = -1           # the file's size and mtime when hashed: unchanged means fresh
     mtime_ns: int = 0
     commit: str = ""         # HEAD when captured ("" outside a git repository)
     auto: bool = False       # found in the memory's text rather than given explicitly
+    outline: str = ""        # a whole file's definitions, each with a short hash of its code
 
     @property
     def where(self) -> str:

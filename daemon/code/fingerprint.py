@@ -1,0 +1,155 @@
+"""A whole file's code, told apart from its comments and layout: what a whole-file anchor
+records, so that a comment or whitespace edit leaves it fresh and a code edit does not.
+
+The code of a file is its lines less blank lines and comments (whole-line comments, block
+comments that start a line, and trailing comments after whitespace outside a string), each
+rstrip()ed, and in languages where indentation means nothing also lstrip()ed. Comment syntax
+comes from the extension; a file of unknown kind (Markdown, text, JSON) is all code. Rough
+by design, like symbols.py: a `#` inside a docstring reads as a comment, which only makes the
+fingerprint a little blinder, never a change where there is none.
+
+`outline` names the file's definitions with a short hash of each one's code, so that a
+changed file can say which functions or classes changed, even with no old copy to diff.
+"""
+import hashlib
+
+from .symbols import outline as definitions
+
+MAX_OUTLINE = 960    # characters of a stored outline (a stored context stays small)
+_SHORT = 8           # hex characters of a definition's hash in the outline
+CUT = "…"            # ends an outline that did not name every definition
+
+_HASH = frozenset("""py pyi pyx rb sh bash zsh fish pl pm r jl ex exs toml yaml yml cfg conf
+    ini properties mk cmake dockerfile tf hcl nim ps1 graphql gql php""".split())
+_SLASH = frozenset("""js jsx mjs cjs ts tsx mts cts go rs java kt kts scala groovy gradle c h
+    cc cpp cxx hpp hh hxx cs fs fsx swift m mm php dart zig proto css scss sass less jsonc
+    tf hcl vue svelte""".split())
+_DASH = frozenset("sql lua hs".split())
+# Where indentation is only layout, a line is compared without it.
+_UNINDENTED = _SLASH | _DASH | frozenset("rb sh bash zsh fish pl pm r jl ex exs toml ps1 php"
+                                         .split())
+
+
+def _extension(path: str) -> str:
+    name = path.rsplit("/", 1)[-1].lower()
+    return name.rsplit(".", 1)[-1] if "." in name else name
+
+
+def code_lines(lines: "tuple[str, ...] | list[str]", path: str) -> list[tuple[int, str]]:
+    """(0-based line number, the line's code) for each line that holds code."""
+    ext = _extension(path)
+    hashes, slashes, dashes = ext in _HASH, ext in _SLASH, ext in _DASH
+    unindent = ext in _UNINDENTED
+    out: list[tuple[int, str]] = []
+    in_block = False
+    for n, line in enumerate(lines):
+        text = line.strip()
+        if in_block:
+            end = text.find("*/")
+            if end < 0:
+                continue
+            in_block, line = False, text[end + 2:]
+        elif slashes and text.startswith("/*"):
+            end = text.find("*/", 2)
+            if end < 0:
+                in_block = True
+                continue
+            line = text[end + 2:]  # what follows the comment (never indentation-sensitive)
+        code = _without_comment(line, hashes, slashes, dashes).rstrip()
+        if unindent:
+            code = code.lstrip()
+        if code.strip():
+            out.append((n, code))
+    return out
+
+
+def _without_comment(line: str, hashes: bool, slashes: bool, dashes: bool) -> str:
+    """The line up to a comment that starts it or follows whitespace, outside quotes."""
+    if not (hashes or slashes or dashes):
+        return line
+    quote = ""
+    k = 0
+    while k < len(line):
+        ch = line[k]
+        if quote:
+            if ch == "\\":
+                k += 2
+                continue
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"`":
+            quote = ch
+        elif k == 0 or line[k - 1] in " \t":
+            if hashes and ch == "#" or slashes and line.startswith("//", k) or \
+                    dashes and line.startswith("--", k):
+                return line[:k]
+        k += 1
+    return line
+
+
+def code_hash(lines: "tuple[str, ...] | list[str]", path: str) -> str:
+    """The hash of the file's code: unchanged by comment and whitespace edits."""
+    return _digest(code for _, code in code_lines(lines, path))
+
+
+def definitions_of(lines: "tuple[str, ...] | list[str]", path: str) -> dict[str, str]:
+    """{name: short hash of its code} for the file's definitions (symbols.outline), in file
+    order; a name defined again is `name#2`, `name#3`..."""
+    out: dict[str, str] = {}
+    seen: dict[str, int] = {}
+    code = dict(code_lines(lines, path))
+    for name, first, last in definitions(lines, path):
+        seen[name] = seen.get(name, 0) + 1
+        key = name if seen[name] == 1 else f"{name}#{seen[name]}"
+        out[key] = _digest(code[n] for n in range(first, last + 1) if n in code)[:_SHORT]
+    return out
+
+
+def outline(defined: dict[str, str]) -> str:
+    """`name:hash name:hash …` (definitions_of), ending with CUT when MAX_OUTLINE could not
+    hold them all."""
+    out: list[str] = []
+    size = 0
+    for name, digest in defined.items():
+        entry = f"{name}:{digest}"
+        if size + len(entry) + 1 > MAX_OUTLINE - len(CUT) - 1:
+            out.append(CUT)
+            break
+        out.append(entry)
+        size += len(entry) + 1
+    return " ".join(out)
+
+
+def parse_outline(text: str) -> tuple[dict[str, str], bool]:
+    """{name: short hash} of a stored outline, and whether it named every definition."""
+    entries: dict[str, str] = {}
+    complete = True
+    for entry in text.split(" "):
+        if entry == CUT:
+            complete = False
+            continue
+        name, _, digest = entry.rpartition(":")
+        if name and digest:
+            entries[name] = digest
+    return entries, complete
+
+
+def compare(old: str, now: dict[str, str]) -> tuple[list[str], list[str], list[str]]:
+    """The definitions changed, removed and added between a stored outline and the file's
+    definitions now (added only when the stored outline named every definition)."""
+    before, complete = parse_outline(old)
+    changed = [n for n, h in before.items() if n in now and now[n] != h]
+    removed = [n for n in before if n not in now]
+    added = [n for n in now if n not in before] if complete else []
+    return changed, removed, added
+
+
+def _digest(parts) -> str:
+    h = hashlib.sha256()
+    first = True
+    for part in parts:
+        if not first:
+            h.update(b"\n")
+        h.update(part.encode("utf-8", errors="surrogatepass"))
+        first = False
+    return h.hexdigest()
