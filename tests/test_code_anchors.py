@@ -172,6 +172,64 @@ def test_mentions_are_bounded_and_deduplicated():
     assert find_mentions("") == [] and find_mentions(None) == []  # type: ignore[arg-type]
 
 
+def test_mentions_with_the_path_first():
+    """`path symbol()` as well as `symbol() in path` (issue 37), backticks or not."""
+    send = Mention("client/http.py", symbol="send")
+    for text in ("Retries live in client/http.py send(): three attempts",
+                 "client/http.py `send()` retries", "`client/http.py` `send()` retries",
+                 "`client/http.py` `send` retries", "in client/http.py: `send()` sleeps",
+                 "`send()` in `client/http.py` retries 3 times",
+                 "send() in client/http.py retries", "client/http.py self.send() retries"):
+        assert find_mentions(text) == [send], text
+    assert find_mentions("client/http.py `Client.send()`") == [
+        Mention("client/http.py", symbol="Client.send")]
+    # not a citation of a symbol: an unmarked word, a sentence's end, a line citation
+    for text, found in (("client/http.py send data", [Mention("client/http.py")]),
+                        ("see client/http.py. send() is elsewhere", [Mention("client/http.py")]),
+                        ("client/http.py, send() retries", [Mention("client/http.py")]),
+                        ("src/app.ts:12 `load()`", [Mention("src/app.ts", 12, 12)])):
+        assert find_mentions(text) == found, text
+    # a name already cited with its own path is not taken by the path before it
+    assert find_mentions("client/http.py `send()` in src/app.ts") == [
+        Mention("client/http.py"), Mention("src/app.ts", symbol="send")]
+
+
+def test_path_first_citations_anchor_the_symbol(ws):
+    repo = Repo.of(str(ws))
+    for text in ("Retries live in client/http.py send(): three", "`send()` in "
+                 "`client/http.py` retries 3 times", "client/http.py `send()` retries"):
+        assert [a.where for a in anchors_from_content(str(ws), text, repo)] == [
+            "send() in client/http.py"], text
+    # a name not defined in that file: the file is still cited, whole
+    anchors = anchors_from_content(str(ws), "client/http.py `fetch()` retries", repo)
+    assert [a.where for a in anchors] == ["client/http.py"]
+    anchors = anchors_from_content(str(ws), "client/http.py:5-6 and client/http.py "
+                                   "`fetch()`", repo)
+    assert [a.where for a in anchors] == ["client/http.py:5-6"]
+
+
+def test_mentions_of_hostile_text_stay_linear():
+    """Long lines, runs of parentheses and backticks, odd unicode: time grows with the text
+    (twice the text, about twice the time), never with its square."""
+    def seconds(text: str) -> float:
+        started = time.perf_counter()
+        find_mentions(text)
+        return time.perf_counter() - started
+
+    makers = [lambda n: "a/b.py " + "()" * n, lambda n: "a/b.py `" * (n // 4),
+              lambda n: ("x.py " + "y" * 99 + "() ") * (n // 105), lambda n: "a" * n,
+              lambda n: ("a/b.py " + "(" * 50 + "`") * (n // 60),
+              lambda n: "a/b.py  \u200f\u0301" + "é\u0301`" * (n // 3),
+              lambda n: ("a/b.py::" + "x." * 40 + "() ") * (n // 90),
+              lambda n: "a/b.py " + "`send" * (n // 5), lambda n: "\x00(" * (n // 2)]
+    for make in makers:
+        small, big = make(5_000), make(20_000)
+        assert len(find_mentions(big)) <= MAX_ANCHORS
+        fast = min(seconds(small) for _ in range(3))
+        slow = min(seconds(big) for _ in range(3))
+        assert slow < 0.5 and slow < 12 * fast + 0.01, (make(30), fast, slow)
+
+
 _PIECES = st.sampled_from(["/", "..", ".", "py", "a", "`", "()", " in ", ":", "-", "12", " ",
                            "\n", "://", "~", "#L", "def ", "class ", "{", "}", "(", ")", "'",
                            '"', "\\", "é", "\x00", "    ", "=>", "send", "function "])

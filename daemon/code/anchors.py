@@ -57,10 +57,16 @@ def anchors_from_content(workspace: str, content: str,
             anchor = capture(workspace, mention.path, mention.start, mention.end,
                              mention.symbol, auto=True, repo=repo)
         except AnchorError:
-            continue
+            if not mention.symbol:
+                continue
+            try:  # a name not defined there: the file is still cited
+                anchor = capture(workspace, mention.path, auto=True, repo=repo)
+            except AnchorError:
+                continue
         if all(a.where != anchor.where for a in out):
             out.append(anchor)
-    return out[:MAX_ANCHORS]
+    precise = {a.path for a in out if a.start or a.symbol}
+    return [a for a in out if a.start or a.symbol or a.path not in precise][:MAX_ANCHORS]
 
 
 def _capture(src: Source, start: int, end: int, symbol: str, auto: bool,

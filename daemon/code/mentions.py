@@ -1,5 +1,6 @@
 """Citations of code in a memory's free text: `daemon/search.py`, `src/app.ts:120-140`,
-`send()` in `client/http.py`, "the `send` function in client/http.py".
+`send()` in `client/http.py`, "the `send` function in client/http.py", and the path first:
+client/http.py send(), `client/http.py` `send`, client/http.py: `send()`.
 
 Only candidates: whether a file of that name exists is for the caller to find out. The work
 is bounded (MAX_CONTENT characters looked at, tokens of at most MAX_TOKEN characters, no
@@ -40,6 +41,10 @@ _SYMBOL = re.compile(
     r"(?:`(?P<quoted>" + _NAME + r")(?:\(\))?`|(?<![\w.$`])(?P<called>" + _NAME + r")\(\))"
     r"(?:[ \t]+(?:function|method|class|def|fn|func|constructor|type|struct|helper))?"
     r"[ \t]+(?:in|of|from)[ \t]+(?:the[ \t]+file[ \t]+)?(?P<path>[`'\"]?[^\s`'\"]{1,300})")
+# The path first: right after a cited file (its quote, a colon), a name marked as code.
+# Matched only where a path token ends, so the work stays linear in the text.
+_AFTER = re.compile(r"[`'\"]?:{0,2}[ \t]{1,8}(?:`(?P<quoted>" + _NAME + r")(?:\(\))?`|"
+                    r"(?P<called>" + _NAME + r")\(\))")
 _RECEIVERS = ("self.", "this.", "cls.")
 
 
@@ -58,12 +63,14 @@ def find_mentions(content: str) -> list[Mention]:
     found: list[tuple[int, Mention]] = []
     starts: list[int] = []   # the paths the symbol citations used (in order, disjoint)
     ends: list[int] = []
+    names: set[int] = set()  # where their names end: not cited again after another path
     for match in _SYMBOL.finditer(text):
-        mention = _symbol_mention(match)
+        mention = _symbol_mention(match, match.group("path"))
         if mention is not None:
             found.append((match.start(), mention))
             starts.append(match.start("path"))
             ends.append(match.end("path"))
+            names.add(match.end("quoted") if match.group("quoted") else match.end("called"))
     position = 0
     for token in _SPLIT.split(text):
         if not token:
@@ -74,17 +81,23 @@ def find_mentions(content: str) -> list[Mention]:
         if used >= 0 and start < ends[used]:
             continue  # the path of a symbol citation, already cited with its symbol
         mention = parse_citation(token)
-        if mention is not None:
-            found.append((start, mention))
+        if mention is None:
+            continue
+        ends_sentence = token.endswith((".", "!", "?", ";", "…"))
+        after = _AFTER.match(text, position) if not (mention.start or ends_sentence) else None
+        if after is not None and after.end("quoted" if after.group("quoted") else "called") \
+                not in names:
+            mention = _symbol_mention(after, token) or mention
+        found.append((start, mention))
     return _deduplicated([m for _, m in sorted(found, key=lambda f: f[0])])
 
 
-def _symbol_mention(match: re.Match) -> Mention | None:
+def _symbol_mention(match: re.Match, path: str) -> Mention | None:
     name = match.group("quoted") or match.group("called") or ""
     for receiver in _RECEIVERS:
         if name.startswith(receiver):
             name = name[len(receiver):]
-    cited = parse_citation(match.group("path").strip("`'\""))
+    cited = parse_citation(path.strip("`'\""))
     if cited is None or not name:
         return None
     return Mention(cited.path, symbol=name)
