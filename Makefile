@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 # The model that installs from PyPI and runs without network access (see README).
 export MEMORY_EMBEDDING_MODEL ?= memnest/all-MiniLM-L6-v2-int8
 
-.PHONY: install run test lint proto bench stop clean
+.PHONY: install run test lint proto bench stop clean editors
 
 install: $(VENV)/.installed
 
@@ -18,14 +18,29 @@ $(VENV)/.installed: pyproject.toml
 run: install
 	$(PY) examples/demo.py
 
-test: install lint
-	$(PY) -m pytest
+# MEMNEST_EDITOR_CLIS=1: a test that drives a real editor CLI fails, not skips, without it.
+test: install lint editors
+	MEMNEST_EDITOR_CLIS=1 $(PY) -m pytest
 
 # The linter and the type checker over the daemon, the shims and the contract (generated
 # files excluded, see pyproject.toml); `make test` runs them first.
 lint: install
 	$(VENV)/bin/ruff check daemon shims proto
 	$(VENV)/bin/mypy daemon shims proto --explicit-package-bases
+
+# The real editor CLIs the end-to-end tests drive, from npm, into .tools/editors (once per
+# version: the stamp names it). Claude Code ships its native binary inside a registry package.
+CLAUDE_CODE_VERSION := 2.1.332
+EDITORS := .tools/editors
+
+editors: $(EDITORS)/.claude-code-$(CLAUDE_CODE_VERSION)
+
+$(EDITORS)/.claude-code-$(CLAUDE_CODE_VERSION):
+	mkdir -p $(EDITORS)
+	npm install --prefix $(EDITORS) --no-audit --no-fund --save-exact \
+		@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)
+	$(EDITORS)/node_modules/.bin/claude --version
+	touch $@
 
 proto: install
 	$(PY) proto/generate.py
@@ -48,4 +63,4 @@ stop:
 	-$(VENV)/bin/memnest-ctl stop
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache .tools
