@@ -240,3 +240,80 @@ def test_export_and_import_keep_anchors_relative(repo, ctl, tmp_path, fresh_daem
     code = found["results"][0]["code"]
     assert [a["cites"] for a in code["anchors"]] == ["src/app.py:3"]
     assert code["state"] == "fresh"
+
+
+def test_a_file_cited_whole_reports_its_code_changes(repo, ctl, tmp_path, fresh_daemon):
+    """Issue 37: a memory citing a whole file stays fresh through comment edits and says
+    `changed` (which definitions, which line, a diff) once the file's code changes and is
+    committed; `deleted` once the file is gone. And a symbol cited after its path is
+    anchored as the symbol."""
+    whole = ctl("memory_store", content="Retries live in client/http.py: three attempts "
+                "with exponential backoff.")["id"]
+    forms = {text: ctl("memory_store", content=text)["id"] for text in (
+        "Retry policy: client/http.py send() tries three times before it gives up.",
+        "`send()` in `client/http.py` retries 3 times with a growing sleep.",
+        "Timeouts: client/http.py `send()` raises TimeoutError after the last attempt.")}
+    got = ctl("memory_get", ids=[whole, *forms.values()])
+    assert [a["cites"] for a in code_of(got, whole)["anchors"]] == ["client/http.py"]
+    for text, memory_id in forms.items():
+        assert [a["cites"] for a in code_of(got, memory_id)["anchors"]] == [
+            "send() in client/http.py"], text
+
+    # a comment and blank lines: the code is the same, the memory stays fresh
+    (repo / "client" / "http.py").write_text("# The HTTP client.\n\n" + HTTP)
+    commit(repo, "a header comment")
+    assert code_of(ctl("memory_get", id=whole), whole)["state"] == "fresh"
+
+    # the code changes and is committed: changed, saying what and where
+    (repo / "client" / "http.py").write_text(
+        "# The HTTP client.\n\n" + HTTP.replace("time.sleep(2 ** attempt)", "time.sleep(1)"))
+    commit(repo, "constant backoff")
+    found = ctl("memory_search", query="retries exponential backoff attempts", top_k=10)
+    code = code_of(found, whole)
+    assert code["state"] == "changed" and "verify" in code, code
+    anchor = code["anchors"][0]
+    assert anchor["cites"] == "client/http.py" and anchor["state"] == "changed"
+    assert "changed: `send`" in anchor["detail"] and "line 12" in anchor["detail"], anchor
+    assert anchor["diff"] == "-1 +1 lines: `time.sleep(2 ** attempt)` → `time.sleep(1)`"
+    got = code_of(ctl("memory_get", id=whole), whole)
+    assert got["state"] == "changed" and got["anchors"][0]["diff"] == anchor["diff"]
+    for memory_id in forms.values():
+        assert code_of(found, memory_id)["state"] == "changed"
+    stale = ctl("memory_stale")
+    assert whole in [m["id"] for f in stale["files"] for m in f["memories"]]
+
+    # refreshed once the agent has checked it: fresh against the code now
+    ctl("memory_update", updates=[{"id": whole, "refresh_anchors": True}])
+    assert code_of(ctl("memory_get", id=whole), whole)["state"] == "fresh"
+
+    # the file deleted: deleted
+    (repo / "client" / "http.py").unlink()
+    commit(repo, "drop the client")
+    code = code_of(ctl("memory_get", id=whole), whole)
+    assert code["state"] == "deleted" and "no longer exists" in code["anchors"][0]["detail"]
+
+
+def test_whole_file_anchors_stored_before_issue_37(repo, ctl, fresh_daemon):
+    """A whole-file anchor written without a fingerprint of the code (as memnest wrote
+    them before): fresh while unchanged, and still right after edits, from git's copy."""
+    stored = ctl("memory_store", content="The cache settings live in src/app.py")["id"]
+    path = ctl("memory_export")["path"]
+    doc = __import__("json").loads(Path(path).read_text())
+    row = next(r for r in doc["memories"] if r["key"] == f"m{stored}")
+    anchor = row["code"]["anchors"][0]
+    assert anchor["path"] == "src/app.py" and anchor.pop("lines_hash") and anchor.pop("outline")
+    row["content"] = "Cache settings (old anchor) live in src/app.py"
+    doc["memories"] = [row]
+    Path(path).write_text(__import__("json").dumps(doc))
+    ctl("memory_import", path=path)
+    found = ctl("memory_search", query="cache settings old anchor", top_k=5)
+    old = next(r for r in found["results"] if r["content"].startswith("Cache settings (old"))
+    assert old["code"]["state"] == "fresh"
+    (repo / "src" / "app.py").write_text("# settings\n" + APP)
+    commit(repo, "comment")
+    assert code_of(ctl("memory_get", id=old["id"]), old["id"])["state"] == "fresh"
+    (repo / "src" / "app.py").write_text(APP.replace("CACHE_TTL = 300", "CACHE_TTL = 60"))
+    commit(repo, "shorter ttl")
+    code = code_of(ctl("memory_get", id=old["id"]), old["id"])
+    assert code["state"] == "changed", code
+    assert code["anchors"][0]["diff"] == "-1 +1 lines: `CACHE_TTL = 300` → `CACHE_TTL = 60`"
