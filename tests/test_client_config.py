@@ -42,7 +42,9 @@ def home(tmp_path, monkeypatch) -> Path:
 def env(home, fresh_daemon) -> dict:
     """The CLI's environment: a temp HOME, a socket no daemon listens on (unless a test starts
     one), and no model setting unless a test adds one."""
-    e = {**fresh_daemon.env, "HOME": str(home)}
+    # this install's programs on PATH, as Kiro's shared hook file needs memnest-hook
+    e = {**fresh_daemon.env, "HOME": str(home),
+         "PATH": f"{CTL.parent}:{fresh_daemon.env.get('PATH', '')}"}
     for name in ("XDG_CONFIG_HOME", "APPDATA", "MEMORY_EMBEDDING_MODEL", "MEMNEST_LOG_FILE"):
         e.pop(name, None)
     return e

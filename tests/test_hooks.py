@@ -310,7 +310,7 @@ def ctl(*args: str, env: dict, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def test_config_installs_hooks_beside_the_users_own(ctl_env, workspace):
-    settings = workspace / ".claude" / "settings.json"
+    settings = workspace / ".claude" / "settings.local.json"
     settings.parent.mkdir()
     theirs = {"permissions": {"allow": ["Bash(ls)"]},
               "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
@@ -330,7 +330,9 @@ def test_config_installs_hooks_beside_the_users_own(ctl_env, workspace):
         mine = [c for c in commands if "memnest-hook" in c]
         assert len(mine) == 1 and f"memnest-hook {ours} --workspace {workspace}" in mine[0]
     assert list((workspace / ".memnest" / "backups").glob(
-        ".claude__settings.json.memnest-backup-*"))
+        ".claude__settings.local.json.memnest-backup-*"))
+    # The file Claude Code documents as shared is not written.
+    assert not (workspace / ".claude" / "settings.json").exists()
     # Again: nothing changes, nothing is duplicated.
     again = ctl("config", "claude-code", "--json", env=ctl_env, cwd=workspace)
     assert json.loads(again.stdout)["integration"][0]["changed"] is False
@@ -339,8 +341,47 @@ def test_config_installs_hooks_beside_the_users_own(ctl_env, workspace):
     assert checked.returncode == 0 and "ok    hook UserPromptSubmit" in checked.stdout
 
 
+def test_hooks_leave_the_shared_settings_file_and_check_flags_them_there(ctl_env, workspace):
+    """Hooks naming this machine's paths in .claude/settings.json (where earlier versions
+    put them) break for a teammate who pulls: --check says so, config moves them."""
+    shared = workspace / ".claude" / "settings.json"
+    shared.parent.mkdir()
+    theirs = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send"}]}]}}
+    shared.write_text(json.dumps({"hooks": {
+        "Stop": [*theirs["hooks"]["Stop"], {"hooks": [{"type": "command", "command":
+                 "/home/me/.venv/bin/memnest-hook stop --workspace /home/me/app"}]}],
+        "UserPromptSubmit": [{"hooks": [{"type": "command", "command":
+                             "/home/me/.venv/bin/memnest-hook prompt --workspace /x"}]}]}}))
+    assert ctl("config", "claude-code", "--no-hooks", env=ctl_env, cwd=workspace).returncode == 0
+    failed = ctl("config", "claude-code", "--check", env=ctl_env, cwd=workspace)
+    assert failed.returncode == 1
+    assert "shared .claude/settings.json" in failed.stdout and "path of this machine" in \
+        failed.stdout
+    out = ctl("config", "claude-code", env=ctl_env, cwd=workspace)
+    assert out.returncode == 0 and "taken out of this shared file" in out.stdout
+    assert json.loads(shared.read_text()) == theirs
+    local = json.loads((workspace / ".claude" / "settings.local.json").read_text())
+    assert "memnest-hook stop" in local["hooks"]["Stop"][0]["hooks"][0]["command"]
+    assert ctl("config", "claude-code", "--check", env=ctl_env, cwd=workspace).returncode == 0
+
+
+def test_config_keeps_files_with_machine_paths_out_of_commits(ctl_env, workspace):
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    out = ctl("config", "claude-code", env=ctl_env, cwd=workspace)
+    assert out.returncode == 0, out.stderr
+    assert "out of commits" in out.stdout
+    status = subprocess.run(["git", "-C", str(workspace), "status", "--porcelain",
+                             "--untracked-files=all"], capture_output=True, text=True).stdout
+    assert ".mcp.json" not in status and "settings.local.json" not in status
+    exclude = (workspace / ".git" / "info" / "exclude").read_text()
+    assert "/.mcp.json" in exclude and "/.claude/settings.local.json" in exclude
+    # once is enough
+    ctl("config", "claude-code", env=ctl_env, cwd=workspace)
+    assert (workspace / ".git" / "info" / "exclude").read_text() == exclude
+
+
 def test_config_replaces_a_stale_memnest_hook(ctl_env, workspace):
-    settings = workspace / ".claude" / "settings.json"
+    settings = workspace / ".claude" / "settings.local.json"
     settings.parent.mkdir()
     settings.write_text(json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": [
         {"type": "command", "command": "/old/venv/bin/memnest-hook prompt --workspace /x"}]}]}}))
@@ -365,7 +406,7 @@ def test_no_hooks_and_print_hooks(ctl_env, workspace):
 
 
 def test_a_settings_file_that_cannot_be_merged_is_left_alone(ctl_env, workspace):
-    settings = workspace / ".claude" / "settings.json"
+    settings = workspace / ".claude" / "settings.local.json"
     settings.parent.mkdir()
     settings.write_text('{"hooks": []}')
     out = ctl("config", "claude-code", env=ctl_env, cwd=workspace)
@@ -467,20 +508,27 @@ def test_kiro_prompt_hook_reads_user_prompt_and_prints_text(hook_env, workspace,
 
 
 @pytest.mark.parametrize("client, files", [
-    ("kiro", [".kiro/hooks/memnest-recall.kiro.hook", ".kiro/steering/memnest.md"]),
+    ("kiro", [".kiro/hooks/memnest-recall.kiro.hook", ".kiro/hooks/memnest-capture.kiro.hook",
+              ".kiro/steering/memnest.md"]),
     ("cursor", [".cursor/rules/memnest.mdc"]),
     ("vscode", [".github/instructions/memnest.instructions.md"]),
 ])
 def test_config_writes_each_clients_guidance(client, files, ctl_env, workspace):
+    ctl_env = {**ctl_env, "PATH": f"{BIN}:{ctl_env.get('PATH', '')}"}  # Kiro's hook needs it
     out = ctl("config", client, env=ctl_env, cwd=workspace)
     assert out.returncode == 0, out.stderr
     for rel in files:
         text = (workspace / rel).read_text()
         assert "memnest" in text
-        if rel.endswith(".kiro.hook"):
+        if rel.endswith("recall.kiro.hook"):
             hook = json.loads(text)
             assert hook["when"]["type"] == "promptSubmit"
-            assert "memnest-hook prompt --client kiro" in hook["then"]["command"]
+            # a shared file: the command from PATH, no path of this machine
+            assert hook["then"]["command"] == "memnest-hook prompt --client kiro"
+        elif rel.endswith("capture.kiro.hook"):
+            hook = json.loads(text)
+            assert hook["when"]["type"] == "agentStop" and hook["then"]["type"] == "askAgent"
+            assert "memory_store" in hook["then"]["prompt"]
         else:
             assert text.startswith("---\n") and "memory_search" in text
     assert ctl("config", client, "--check", env=ctl_env, cwd=workspace).returncode == 0
@@ -500,17 +548,17 @@ def test_config_writes_each_clients_guidance(client, files, ctl_env, workspace):
 def test_config_never_writes_through_a_planted_link(ctl_env, workspace, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    (elsewhere / "settings.json").write_text('{"secret": "value"}')
+    (elsewhere / "settings.local.json").write_text('{"secret": "value"}')
     (workspace / ".claude").symlink_to(elsewhere)
     out = ctl("config", "claude-code", env=ctl_env, cwd=workspace)
     assert out.returncode == 1 and "symbolic link" in out.stderr
-    assert json.loads((elsewhere / "settings.json").read_text()) == {"secret": "value"}
-    assert list(elsewhere.iterdir()) == [elsewhere / "settings.json"]
+    assert json.loads((elsewhere / "settings.local.json").read_text()) == {"secret": "value"}
+    assert list(elsewhere.iterdir()) == [elsewhere / "settings.local.json"]
     assert not (workspace / ".mcp.json").exists()  # nothing of it was written
 
 
 def test_remove_hooks_takes_out_only_memnests(ctl_env, workspace):
-    settings = workspace / ".claude" / "settings.json"
+    settings = workspace / ".claude" / "settings.local.json"
     settings.parent.mkdir()
     theirs = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send"}]}]}}
     settings.write_text(json.dumps(theirs))

@@ -38,6 +38,7 @@ class ClientSpec:
     per_project: bool         # the config file lives in the project
     stdio_type: bool          # entries carry "type": "stdio"
     reload_hint: str
+    pins_workspace: bool = True  # False: one file for every project (the shim finds it)
 
     def path(self, workspace: Path) -> Path:
         if self.name == "claude-code":
@@ -48,6 +49,12 @@ class ClientSpec:
             return workspace / ".vscode" / "mcp.json"
         if self.name == "kiro":
             return workspace / ".kiro" / "settings" / "mcp.json"
+        if self.name == "gemini":
+            return Path.home() / ".gemini" / "settings.json"
+        if self.name == "codex":
+            return Path.home() / ".codex" / "config.toml"
+        if self.name == "kiro-cli":
+            return Path.home() / ".kiro" / "agents" / "memnest.json"
         return claude_desktop_config()
 
 
@@ -63,6 +70,15 @@ CLIENTS = {c.name: c for c in (
                "run `MCP: List Servers` in VS Code and start memnest"),
     ClientSpec("kiro", "Kiro", "mcpServers", True, False,
                "reconnect MCP servers from Kiro's MCP panel"),
+    ClientSpec("kiro-cli", "Kiro CLI", "mcpServers", False, False,
+               "start it with `kiro-cli chat --agent memnest` (or make memnest the default "
+               "agent)", pins_workspace=False),
+    ClientSpec("gemini", "Gemini CLI", "mcpServers", False, False,
+               "`gemini mcp list` shows memnest (in a trusted folder; `/hooks panel` lists "
+               "the hooks)", pins_workspace=False),
+    ClientSpec("codex", "Codex CLI", "mcp_servers", False, False,
+               "`codex mcp list` shows memnest; review and trust memnest's hooks once in "
+               "Codex's /hooks view", pins_workspace=False),
 )}
 
 
@@ -217,7 +233,7 @@ def plan(client: str, workspace: Path, path: Path | None = None, name: str = "me
     target = path or spec.path(workspace)
     refuse_links(workspace, target)
     exists = target.exists()
-    before, lenient = load(target) if exists else ({}, False)
+    before, lenient = _read(spec, target) if exists else ({}, False)
     after = json.loads(json.dumps(before))  # a deep copy that keeps key order
     servers = after.setdefault(spec.servers_key, {})
     if not isinstance(servers, dict):
@@ -230,13 +246,46 @@ def plan(client: str, workspace: Path, path: Path | None = None, name: str = "me
     env = {k: v for k, v in (entry.get("env") or {}).items() if k not in MANAGED_ENV} \
         if isinstance(entry.get("env"), dict) else {}
     env.update(desired_env(workspace, chosen))
+    if not spec.pins_workspace:
+        del env["MEMORY_WORKSPACE"]
     fresh: dict[str, object] = {"type": "stdio"} if spec.stdio_type else {}
     fresh.update({"command": str(mcp_command()), "args": [], "env": env})
     for key in ("url", "headers", "transport"):  # a remote entry of the same name is replaced
         entry.pop(key, None)
     entry.update(fresh)
+    if not env:
+        del entry["env"]
     servers[name] = entry
+    if client == "codex":
+        return TomlPlan(target, exists, before, after, lenient, spec, name, source)
     return Plan(target, exists, before, after, lenient, spec, name, source)
+
+
+def _read(spec: ClientSpec, target: Path) -> tuple[dict, bool]:
+    if spec.name != "codex":
+        return load(target)
+    from .codex_config import inline_entry, load_toml
+    document = load_toml(target)
+    if inline_entry(target.read_text(encoding="utf-8-sig"), "memnest"):
+        raise ConfigError(f"{target} defines mcp_servers or memnest inline; memnest edits "
+                          "only [mcp_servers.memnest] tables. Turn it into one (or remove "
+                          "it), then run this again. Nothing was changed.")
+    return document, False
+
+
+@dataclass
+class TomlPlan(Plan):
+    """Codex's config.toml: edited as text (codex_config.py), checked by parsing it back."""
+
+    def text(self) -> str:
+        from .codex_config import merged_text
+        current = self.path.read_text(encoding="utf-8-sig") if self.exists else ""
+        return merged_text(current, self.name, self.entry)
+
+    def reads_back(self) -> bool:
+        from .codex_config import load_toml
+        written = load_toml(self.path)
+        return written == self.after and self.kept_others(written)
 
 
 def notes(p: Plan) -> list[str]:
@@ -341,11 +390,12 @@ def check(client: str, workspace: Path, path: Path | None = None, name: str = "m
     if not target.exists():
         return [Check(False, "config file", f"{target} does not exist", rerun)]
     try:
-        document, lenient = load(target)
+        document, lenient = _read(spec, target)
     except ConfigError as exc:
-        return [Check(False, "config file", str(exc).split("; fix")[0], "fix the JSON, then "
+        return [Check(False, "config file", str(exc).split("; fix")[0], "fix the file, then "
                       + rerun)]
-    results.append(Check(True, "config file", f"{target} is valid JSON"
+    kind = "TOML" if client == "codex" else "JSON"
+    results.append(Check(True, "config file", f"{target} is valid {kind}"
                          + (" (with comments)" if lenient else "")))
     servers = document.get(spec.servers_key)
     entry = servers.get(name) if isinstance(servers, dict) else None
@@ -383,7 +433,13 @@ def check(client: str, workspace: Path, path: Path | None = None, name: str = "m
         results.append(Check(True, "command", command))
     env: dict = entry["env"] if isinstance(entry.get("env"), dict) else {}
     pinned = env.get("MEMORY_WORKSPACE")
-    if pinned == str(workspace):
+    if not spec.pins_workspace:
+        if pinned:
+            results.append(Check(False, "workspace", f"pinned to {pinned}, but this file "
+                                 f"serves every project of {spec.title}", rerun))
+        else:
+            results.append(Check(True, "workspace", "the folder the editor runs in"))
+    elif pinned == str(workspace):
         results.append(Check(True, "workspace", f"pinned to {pinned}"))
     elif pinned:
         results.append(Check(False, "workspace", f"pinned to {pinned}, not {workspace}", rerun))
@@ -401,3 +457,48 @@ def check(client: str, workspace: Path, path: Path | None = None, name: str = "m
                              f"but {source} uses {chosen or DEFAULT_MODEL}: a daemon this entry "
                              "starts would refuse the existing databases", rerun))
     return results
+
+
+# -- keeping this machine's paths out of commits -------------------------------------------------
+
+def keep_out_of_git(workspace: Path, written: list[Path]) -> list[str]:
+    """The files memnest wrote inside the project with this machine's paths (the MCP entry,
+    local hook settings), added to the repository's own exclude list (.git/info/exclude,
+    never committed) when git does not track or ignore them yet; a note for each, and for
+    one git already tracks (its memnest entry would be committed: the user decides)."""
+    import subprocess
+    inside = []
+    for path in written:
+        try:
+            inside.append(path.relative_to(workspace).as_posix())
+        except ValueError:
+            continue  # a file of the user's, outside the project
+    if not inside or not (workspace / ".git").exists():
+        return []
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", str(workspace), *args], capture_output=True,
+                              text=True, timeout=30)
+    try:
+        where = git("rev-parse", "--git-path", "info/exclude")
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if where.returncode != 0:
+        return []
+    exclude = Path(where.stdout.strip())
+    exclude = exclude if exclude.is_absolute() else workspace / exclude
+    notes, added = [], []
+    for rel in inside:
+        if git("ls-files", "--error-unmatch", "--", rel).returncode == 0:
+            notes.append(f"{rel} is tracked by git and now holds this machine's paths: keep "
+                         "memnest's entry out of your commits (or untrack the file)")
+        elif git("check-ignore", "-q", "--", rel).returncode != 0:
+            added.append(rel)
+    if added and not exclude.is_symlink():
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        with open(exclude, "a", encoding="utf-8") as f:
+            f.write("# memnest: files with this machine's paths\n"
+                    + "".join(f"/{rel}\n" for rel in added))
+        notes.append(f"kept {', '.join(added)} out of commits (.git/info/exclude): they name "
+                     "paths of this machine")
+    return notes

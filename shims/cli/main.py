@@ -363,13 +363,15 @@ def cmd_config(args) -> None:
         if args.print_only:
             print(plan.text(), end="")
             return
-        extras = agent_hooks.integration(args.client, workspace, args.model) \
+        extras = agent_hooks.integration(args.client, workspace, args.model, plan) \
             if with_extras else []
         backup = editor_configs.apply(plan, workspace)
         backups = [editor_configs.apply(extra, workspace) for extra in extras]
+        kept_local = editor_configs.keep_out_of_git(
+            workspace, [plan.path, *(e.path for e in extras if e.path.name in LOCAL_FILES)])
     except editor_configs.ConfigError as exc:
         raise Failure(str(exc)) from None
-    notes = editor_configs.notes(plan)
+    notes = editor_configs.notes(plan) + kept_local
     facts = {"client": args.client, "file": str(plan.path), "changed": plan.changed,
              "created": not plan.exists, "backup": str(backup) if backup else None,
              "entry": plan.entry, "other_servers": plan.others,
@@ -393,6 +395,10 @@ def cmd_config(args) -> None:
     if extras:
         print("         (--no-hooks leaves these out)")
     print(f"next     {plan.client.reload_hint}")
+
+
+# Project files memnest writes with this machine's paths: kept out of commits when untracked.
+LOCAL_FILES = ("settings.local.json",)
 
 
 def _print_integration(client: str, workspace: Path, model: str | None) -> None:
