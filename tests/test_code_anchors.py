@@ -759,6 +759,24 @@ def test_big_and_binary_files(ws):
     assert result.state == "changed" and "can no longer be checked" in result.detail
 
 
+def test_whole_file_fingerprint_of_hostile_files(ws):
+    """Files near the size cap built to make the fingerprint rescan (unclosed brackets on
+    every line, definitions on every line, quotes and comment marks everywhere, one huge
+    line): each is captured and checked in bounded time, its outline still small."""
+    hostile = {"a.ts": "const a = (\n" * 150_000, "b.py": "def f():\n" * 200_000,
+               "c.py": "class C:\n" + "    def m(self):\n        pass\n" * 60_000,
+               "d.js": "x" * ((2 << 20) - 100) + "\n", "e.py": 'x = "a#b" # c "d"\n' * 100_000,
+               "f.sh": "'\\" * 900_000 + "\n"}
+    for name, text in hostile.items():
+        write(ws / name, text)
+        started = time.perf_counter()
+        anchor = capture(str(ws), name)
+        write(ws / name, text + "y = 1\n")
+        result = checked(ws, anchor)
+        assert result.state == "changed" and len(anchor.outline) <= 960
+        assert time.perf_counter() - started < 5, name
+
+
 def test_long_citations_keep_no_text_but_still_move(ws):
     long = "".join(f"value_{n} = {'x' * 40!r}\n" for n in range(60))
     write(ws / "long.py", long)

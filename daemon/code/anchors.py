@@ -85,9 +85,11 @@ def _capture(src: Source, start: int, end: int, symbol: str, auto: bool,
 
 def _whole(src: Source, commit: str, auto: bool, cache: FileCache | None) -> Anchor:
     """A whole-file anchor: the file's identity, the hash of its code and its outline."""
-    return Anchor(path=src.path, lines_hash=_code_hash(src, cache), file_hash=src.file_hash,
-                  size=src.size, mtime_ns=src.mtime_ns, commit=commit, auto=auto,
-                  outline=outline(definitions_of(src.lines, src.path)))
+    code = _code_lines(src, cache)
+    return Anchor(path=src.path, lines_hash=code_hash(src.lines, src.path, code),
+                  file_hash=src.file_hash, size=src.size, mtime_ns=src.mtime_ns,
+                  commit=commit, auto=auto,
+                  outline=outline(definitions_of(src.lines, src.path, code)))
 
 
 def symbol_name(symbol: str) -> str:
@@ -196,13 +198,13 @@ def _compare_file(anchor: Anchor, src: Source, repo: Repo | None, commit: str,
     code is the same, else changed, saying which definitions changed and how."""
     also = f"{anchor.path} was renamed to {src.path} and " if renamed else ""
     now_hash = _code_hash(src, cache)
-    change = _file_change(anchor, src, now_hash, repo)
+    change = _file_change(anchor, src, now_hash, repo, cache)
     if change is None:
         now = dataclasses.replace(_refreshed(anchor, src, commit), path=src.path,
                                   lines_hash=now_hash)
         if not anchor.outline:  # anchored by an older memnest: outline it now
-            now = dataclasses.replace(now, outline=outline(definitions_of(src.lines,
-                                                                          src.path)))
+            now = dataclasses.replace(now, outline=outline(definitions_of(
+                src.lines, src.path, _code_lines(src, cache))))
         if renamed:
             return AnchorCheck(anchor, "moved", detail=f"{anchor.path} was renamed to "
                                f"{src.path}", now=now)
@@ -221,8 +223,8 @@ _CHANGES_LOCK = threading.Lock()
 MAX_CHANGES = 512
 
 
-def _file_change(anchor: Anchor, src: Source, now_hash: str,
-                 repo: Repo | None) -> tuple[str, str] | None:
+def _file_change(anchor: Anchor, src: Source, now_hash: str, repo: Repo | None,
+                 cache: FileCache) -> tuple[str, str] | None:
     """None when the file's code is what the anchor saw; else (what changed, in words; a
     diff summary, "" without the old text)."""
     if anchor.lines_hash == now_hash:
@@ -232,7 +234,7 @@ def _file_change(anchor: Anchor, src: Source, now_hash: str,
     with _CHANGES_LOCK:
         if key in _CHANGES:
             return _CHANGES[key]
-    found = _file_change_uncached(anchor, src, now_hash, repo)
+    found = _file_change_uncached(anchor, src, now_hash, repo, _code_lines(src, cache))
     with _CHANGES_LOCK:
         if len(_CHANGES) >= MAX_CHANGES:
             _CHANGES.pop(next(iter(_CHANGES)))
@@ -240,28 +242,30 @@ def _file_change(anchor: Anchor, src: Source, now_hash: str,
     return found
 
 
-def _file_change_uncached(anchor: Anchor, src: Source, now_hash: str,
-                          repo: Repo | None) -> tuple[str, str] | None:
+def _file_change_uncached(anchor: Anchor, src: Source, now_hash: str, repo: Repo | None,
+                          now_code: list[tuple[int, str]]) -> tuple[str, str] | None:
     old = _old_lines(anchor, repo)
+    old_code = code_lines(old, anchor.path) if old is not None else None
     old_hash, old_outline = anchor.lines_hash, anchor.outline
     if old is not None and not old_hash:  # an older memnest's anchor: fingerprint it now
-        old_hash = code_hash(old, anchor.path)
-        old_outline = outline(definitions_of(old, anchor.path))
+        old_hash = code_hash(old, anchor.path, old_code)
+        old_outline = outline(definitions_of(old, anchor.path, old_code))
     if old_hash == now_hash:
         return None
     if not old_hash:
         return ("the memory was anchored by an older memnest, which kept no fingerprint of "
                 "the file's code; its bytes changed, maybe only in comments"), ""
-    parts = _definitions_changed(old_outline, src)
-    diff, line = _code_diff(old, anchor.path, src) if old is not None else ("", 0)
+    parts = _definitions_changed(old_outline, src, now_code)
+    diff, line = _code_diff(old_code, now_code) if old_code is not None else ("", 0)
     if not parts:
         parts = ["code outside its functions and classes"]
     what = "; ".join(parts) + (f"; first change at line {line}" if line else "")
     return what, diff
 
 
-def _definitions_changed(old_outline: str, src: Source) -> list[str]:
-    changed, removed, added = compare(old_outline, definitions_of(src.lines, src.path))
+def _definitions_changed(old_outline: str, src: Source,
+                         code: list[tuple[int, str]]) -> list[str]:
+    changed, removed, added = compare(old_outline, definitions_of(src.lines, src.path, code))
     out = []
     for label, names in (("changed", changed), ("removed", removed), ("added", added)):
         if names:
@@ -285,11 +289,10 @@ def _old_lines(anchor: Anchor, repo: Repo | None) -> tuple[str, ...] | None:
     return tuple(line.rstrip() for line in lines)
 
 
-def _code_diff(old: tuple[str, ...], old_path: str, src: Source) -> tuple[str, int]:
-    """A summary of the first run of changed code lines (common code before and after it
-    left out, at most MAX_DIFF_LINES of each side), and its line number in the file now."""
-    a = code_lines(old, old_path)
-    b = code_lines(src.lines, src.path)
+def _code_diff(a: list[tuple[int, str]], b: list[tuple[int, str]]) -> tuple[str, int]:
+    """A summary of the changed code lines from `a` to `b` (code_lines; the code before
+    and after them in common left out, at most MAX_DIFF_LINES of each side), and the line
+    number in the file now where they start."""
     head = 0
     while head < min(len(a), len(b)) and a[head][1] == b[head][1]:
         head += 1
@@ -305,13 +308,22 @@ def _code_diff(old: tuple[str, ...], old_path: str, src: Source) -> tuple[str, i
     return summary(old_part, new_part), line
 
 
+def _code_lines(src: Source, cache: FileCache | None) -> list[tuple[int, str]]:
+    if cache is None:
+        return code_lines(src.lines, src.path)
+    key = (src.path, src.file_hash)
+    if key not in cache.code:
+        cache.code[key] = code_lines(src.lines, src.path)
+    return cache.code[key]
+
+
 def _code_hash(src: Source, cache: FileCache | None) -> str:
     if cache is None:
         return code_hash(src.lines, src.path)
     key = (src.path, src.file_hash)
-    if key not in cache.code:
-        cache.code[key] = code_hash(src.lines, src.path)
-    return cache.code[key]
+    if key not in cache.code_hashes:
+        cache.code_hashes[key] = code_hash(src.lines, src.path, _code_lines(src, cache))
+    return cache.code_hashes[key]
 
 
 def _compare(anchor: Anchor, src: Source, commit: str, cache: FileCache,

@@ -206,7 +206,9 @@ class FileCache:
         self._stats: dict[tuple[str, str], "os.stat_result | AnchorError"] = {}
         self._sources: dict[tuple[str, str], "Source | AnchorError"] = {}
         self.symbols: dict[tuple[str, str, str], list[tuple[int, int]]] = {}
-        self.code: dict[tuple[str, str], str] = {}   # (path, file hash) → hash of its code
+        # (path, file hash) → the file's code lines (code/fingerprint.py), and their hash
+        self.code: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        self.code_hashes: dict[tuple[str, str], str] = {}
         self.stats = 0
         self.reads = 0
 

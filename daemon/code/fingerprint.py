@@ -12,12 +12,14 @@ fingerprint a little blinder, never a change where there is none.
 changed file can say which functions or classes changed, even with no old copy to diff.
 """
 import hashlib
+import re
 
 from .symbols import outline as definitions
 
 MAX_OUTLINE = 960    # characters of a stored outline (a stored context stays small)
 _SHORT = 8           # hex characters of a definition's hash in the outline
 CUT = "…"            # ends an outline that did not name every definition
+MAX_SCANNED = 4000   # a longer line (minified, generated) is not searched for a comment
 
 _HASH = frozenset("""py pyi pyx rb sh bash zsh fish pl pm r jl ex exs toml yaml yml cfg conf
     ini properties mk cmake dockerfile tf hcl nim ps1 graphql gql php""".split())
@@ -25,6 +27,10 @@ _SLASH = frozenset("""js jsx mjs cjs ts tsx mts cts go rs java kt kts scala groo
     cc cpp cxx hpp hh hxx cs fs fsx swift m mm php dart zig proto css scss sass less jsonc
     tf hcl vue svelte""".split())
 _DASH = frozenset("sql lua hs".split())
+# Where a comment or a string may start, and where a string may end.
+_JUMPS = {m: re.compile("[" + re.escape(m) + "'\"`]") for m in
+          ("#", "/", "-", "#/", "#-", "/-", "#/-")}
+_IN_QUOTE = {q: re.compile("[\\\\" + q + "]") for q in "'\"`"}
 # Where indentation is only layout, a line is compared without it.
 _UNINDENTED = _SLASH | _DASH | frozenset("rb sh bash zsh fish pl pm r jl ex exs toml ps1 php"
                                          .split())
@@ -42,6 +48,8 @@ def code_lines(lines: "tuple[str, ...] | list[str]", path: str) -> list[tuple[in
     unindent = ext in _UNINDENTED
     out: list[tuple[int, str]] = []
     in_block = False
+    marks = ("#" if hashes else "") + ("/" if slashes else "") + ("-" if dashes else "")
+    has_mark = re.compile("[" + re.escape(marks) + "]").search if marks else None
     for n, line in enumerate(lines):
         text = line.strip()
         if in_block:
@@ -55,7 +63,9 @@ def code_lines(lines: "tuple[str, ...] | list[str]", path: str) -> list[tuple[in
                 in_block = True
                 continue
             line = text[end + 2:]  # what follows the comment (never indentation-sensitive)
-        code = _without_comment(line, hashes, slashes, dashes).rstrip()
+        if has_mark is not None and has_mark(line):
+            line = _without_comment(line, hashes, slashes, dashes)
+        code = line.rstrip()
         if unindent:
             code = code.lstrip()
         if code.strip():
@@ -64,40 +74,45 @@ def code_lines(lines: "tuple[str, ...] | list[str]", path: str) -> list[tuple[in
 
 
 def _without_comment(line: str, hashes: bool, slashes: bool, dashes: bool) -> str:
-    """The line up to a comment that starts it or follows whitespace, outside quotes."""
-    if not (hashes or slashes or dashes):
+    """The line up to a comment that starts it or follows whitespace, outside quotes. A
+    line over MAX_SCANNED characters (minified, generated) is taken whole."""
+    marks = ("#" if hashes else "") + ("/" if slashes else "") + ("-" if dashes else "")
+    if not marks or len(line) > MAX_SCANNED:
         return line
+    jump = _JUMPS[marks]
     quote = ""
     k = 0
-    while k < len(line):
+    while True:
+        found = (_IN_QUOTE[quote] if quote else jump).search(line, k)
+        if found is None:
+            return line
+        k = found.start()
         ch = line[k]
         if quote:
-            if ch == "\\":
-                k += 2
-                continue
-            if ch == quote:
-                quote = ""
+            k += 2 if ch == "\\" else 1
+            quote = "" if ch == quote else quote
         elif ch in "'\"`":
-            quote = ch
-        elif k == 0 or line[k - 1] in " \t":
-            if hashes and ch == "#" or slashes and line.startswith("//", k) or \
-                    dashes and line.startswith("--", k):
-                return line[:k]
-        k += 1
-    return line
+            quote, k = ch, k + 1
+        elif (k == 0 or line[k - 1] in " \t") and (ch == "#" or line.startswith(ch * 2, k)):
+            return line[:k]
+        else:
+            k += 1
 
 
-def code_hash(lines: "tuple[str, ...] | list[str]", path: str) -> str:
+def code_hash(lines: "tuple[str, ...] | list[str]", path: str,
+              code_of: "list[tuple[int, str]] | None" = None) -> str:
     """The hash of the file's code: unchanged by comment and whitespace edits."""
-    return _digest(code for _, code in code_lines(lines, path))
+    code = code_of if code_of is not None else code_lines(lines, path)
+    return _digest(text for _, text in code)
 
 
-def definitions_of(lines: "tuple[str, ...] | list[str]", path: str) -> dict[str, str]:
+def definitions_of(lines: "tuple[str, ...] | list[str]", path: str,
+                   code_of: "list[tuple[int, str]] | None" = None) -> dict[str, str]:
     """{name: short hash of its code} for the file's definitions (symbols.outline), in file
-    order; a name defined again is `name#2`, `name#3`..."""
+    order; a name defined again is `name#2`, `name#3`... `code_of`: code_lines, if known."""
     out: dict[str, str] = {}
     seen: dict[str, int] = {}
-    code = dict(code_lines(lines, path))
+    code = dict(code_of if code_of is not None else code_lines(lines, path))
     for name, first, last in definitions(lines, path):
         seen[name] = seen.get(name, 0) + 1
         key = name if seen[name] == 1 else f"{name}#{seen[name]}"
@@ -145,11 +160,4 @@ def compare(old: str, now: dict[str, str]) -> tuple[list[str], list[str], list[s
 
 
 def _digest(parts) -> str:
-    h = hashlib.sha256()
-    first = True
-    for part in parts:
-        if not first:
-            h.update(b"\n")
-        h.update(part.encode("utf-8", errors="surrogatepass"))
-        first = False
-    return h.hexdigest()
+    return hashlib.sha256("\n".join(parts).encode("utf-8", errors="surrogatepass")).hexdigest()

@@ -284,47 +284,75 @@ _TOP_DEF = re.compile(
     r"(?:function\b[ \t]*\*?|class|interface|enum|struct|trait|type|fn|def|sub|module|"
     r"namespace|object|record|protocol|func(?:[ \t]*\([^)\n]{0,200}\))?|"
     r"impl(?:<[^>\n]{0,200}>)?|const|let|var|static)[ \t]+([A-Za-z_$][\w$]{0,200})")
+_CLOSER = re.compile(r"[})\]]|end\b|fi\b|done\b|esac\b")
 
 
 def outline(lines: "tuple[str, ...] | list[str]",
             path: str) -> list[tuple[str, int, int]]:
     """The file's definitions as (name, first line, last line), 0-based inclusive, in file
-    order: those at the top level (the line starts with the definition) and, in Python, the
-    methods of top-level classes (`Client.send`). [] for a language not known by its
-    extension. At most MAX_OUTLINED."""
+    order: those whose line starts with the definition and, in Python, the methods of those
+    classes (`Client.send`). A definition runs until the next line as little indented that
+    is neither blank, a comment nor a closing bracket: one pass over the file, whatever it
+    holds (the brace counting of find_definitions could be made to rescan). [] for a
+    language not known by its extension; at most MAX_OUTLINED."""
     lang = language(path)
     if not lang:
         return []
-    out: list[tuple[str, int, int]] = []
-    i = 0
-    while i < len(lines) and len(out) < MAX_OUTLINED:
-        line = lines[i]
-        found = _PY_DEF.match(line) if lang == "python" else _TOP_DEF.match(line)
-        if found is None or (lang == "python" and found.group(1)):
-            i += 1
+    python = lang == "python"
+    starts: list[tuple[str, int]] = []
+    for i, line in enumerate(lines):
+        if not line or line[0] in " \t":
             continue
-        name = found.group(found.lastindex or 1)
-        last = _extent(lines, i, lang)
-        out.append((name, i, last))
-        if lang == "python" and line.startswith("class"):
-            out += _methods(lines, name, i + 1, last)
-        i = max(i + 1, last + 1)
+        found = _PY_DEF.match(line) if python else _TOP_DEF.match(line)
+        if found is not None and not (python and found.group(1)):
+            starts.append((found.group(found.lastindex or 1), i))
+        elif not line.startswith(("#", "//", "/*", "*")) and not _CLOSER.match(line):
+            starts.append(("", i))  # other top-level code ends the definition before it
+        if len(starts) > 4 * MAX_OUTLINED:
+            break
+    out: list[tuple[str, int, int]] = []
+    for k, (name, first) in enumerate(starts):
+        if not name:
+            continue
+        last = _last_code(lines, first, starts[k + 1][1] if k + 1 < len(starts) else len(lines))
+        out.append((name, first, last))
+        if python and lines[first].startswith("class"):
+            out += _methods(lines, name, first + 1, last)
+        if len(out) >= MAX_OUTLINED:
+            break
     return out[:MAX_OUTLINED]
 
 
+def _last_code(lines, first: int, stop: int) -> int:
+    """The last non-blank line before `stop` (at least `first`)."""
+    last = stop - 1
+    while last > first and not lines[last].strip():
+        last -= 1
+    return last
+
+
 def _methods(lines, owner: str, lo: int, hi: int) -> list[tuple[str, int, int]]:
-    """The defs one level inside a Python class body (lines lo..hi)."""
-    out: list[tuple[str, int, int]] = []
+    """The defs one level inside a Python class body (lines lo..hi), each running until
+    the next line as little indented."""
+    starts: list[tuple[str, int]] = []
     depth = None
-    k = lo
-    while k <= hi and len(out) < MAX_OUTLINED:
-        found = _PY_DEF.match(lines[k])
-        if found is None or not found.group(1) or (depth is not None and
-                                                   len(found.group(1)) != depth):
-            k += 1
+    for k in range(lo, hi + 1):
+        line = lines[k]
+        stripped = line.lstrip(" \t")
+        if not stripped or stripped.startswith("#"):
             continue
-        depth = len(found.group(1))
-        last = min(_extent(lines, k, "python"), hi)
-        out.append((f"{owner}.{found.group(2)}", k, last))
-        k = max(k + 1, last + 1)
+        indent = len(line) - len(stripped)
+        if depth is None:
+            depth = indent
+        if indent > depth:
+            continue
+        found = _PY_DEF.match(line)
+        starts.append((found.group(2) if found is not None and indent == depth else "", k))
+        if len(starts) > 4 * MAX_OUTLINED:
+            break
+    out = []
+    for n, (name, first) in enumerate(starts):
+        if name:
+            stop = starts[n + 1][1] if n + 1 < len(starts) else hi + 1
+            out.append((f"{owner}.{name}", first, _last_code(lines, first, stop)))
     return out
