@@ -72,8 +72,9 @@ MAX_SHOWN = 2000  # per session, memory ids remembered as shown
 CAPTURE_MIN_TOOL_CALLS = 2
 CAPTURE_MIN_ANSWER_CHARS = 600
 # Where nothing tells what a turn did (no transcript memnest can read, no answer in the
-# payload), a prompt this long stands for a task, not a word in passing.
-CAPTURE_MIN_TASK_PROMPT = 60
+# payload), a prompt this long stands for a task, not a word in passing; what the agent then
+# stores is judged by the daemon before it is kept.
+CAPTURE_MIN_TASK_PROMPT = 25
 STORE_TOOL_SUFFIXES = ("memory_store", "memory_update")
 CAPTURE_REQUEST = (
     "Before you finish: if this turn settled a decision, revealed a preference of the user or "
@@ -338,9 +339,10 @@ def _stop(event: Event) -> str:
     if turn.prompt:  # the transcript holds this turn: what it did decides
         worked = turn.tool_calls >= CAPTURE_MIN_TOOL_CALLS \
             or turn.answer_chars >= CAPTURE_MIN_ANSWER_CHARS
-    else:  # no transcript memnest reads (or not yet this turn's): the answer and the prompt
-        worked = turn.answer_chars >= CAPTURE_MIN_ANSWER_CHARS \
-            or session.prompt_chars >= CAPTURE_MIN_TASK_PROMPT
+    elif turn.answer_chars or payload.editor in formats.ANSWER_IN_PAYLOAD:
+        worked = turn.answer_chars >= CAPTURE_MIN_ANSWER_CHARS  # the answer is all it knows
+    else:  # nothing tells what the turn did (VS Code): a task-sized prompt stands for it
+        worked = session.prompt_chars >= CAPTURE_MIN_TASK_PROMPT
     if turn.stored or not worked:
         raise _Skip("")
     session.asked_at_prompt = session.prompts

@@ -42,6 +42,7 @@ ADDS_CONTEXT = {
     "codex": ("session-start", "prompt"), "kiro-cli": ("session-start", "prompt"),
     "kiro": ("prompt",),
 }
+ANSWER_IN_PAYLOAD = ("claude-code", "codex", "gemini")  # the stop payload carries the answer
 CONTINUES = ("claude-code", "vscode", "cursor", "gemini", "codex")  # a stop answer reaches it
 # The most text an editor keeps of one hook's answer (Claude Code documents 10,000
 # characters; Kiro's CLI cuts at 10,240 bytes); a budget never goes above it.
@@ -111,8 +112,31 @@ def session_key(payload: Payload) -> str:
     if payload.session:
         return f"{payload.editor}:{payload.session}"[:240]
     if payload.editor == "kiro-cli":
-        return f"kiro-cli:{os.getppid()}:{payload.cwd}"[:240]
+        return f"kiro-cli:{editor_process()}:{payload.cwd}"[:240]
     return ""
+
+
+SHELLS = frozenset(("sh", "bash", "dash", "zsh", "fish", "ksh", "env"))
+
+
+def editor_process() -> int:
+    """The process that runs this hook, past the shell it runs the command in (a new shell
+    for each hook): the editor's, the same for all hooks of its session. Linux tells it in
+    /proc; elsewhere the parent stands in."""
+    pid = os.getppid()
+    for _ in range(4):
+        try:
+            with open(f"/proc/{pid}/status", encoding="utf-8", errors="replace") as f:
+                fields = dict(line.split(":\t", 1) for line in f.read(4096).splitlines()
+                              if ":\t" in line)
+        except OSError:
+            return pid
+        if fields.get("Name", "").strip() not in SHELLS:
+            return pid
+        pid = int(fields.get("PPid", "0").strip() or 0)
+        if pid <= 1:
+            break
+    return pid
 
 
 def answer(editor: str, event: str, text: str) -> str:
