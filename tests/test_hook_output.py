@@ -282,3 +282,26 @@ def test_a_memory_that_forges_the_wrapper_is_flagged_and_never_injected(hook_env
             if prompt == billing:  # the hook does recall: what it recalls is fenced
                 assert f"[#{clean_id} " in recalled
                 fenced_parts(recalled)
+
+
+# -- the token budget -------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, at_least", [
+    ("", 0), ("a" * 300, 100), ("éàüö" * 10, 40), ("部署流程" * 10, 40), ("🟢🤖" * 30, 150),
+    ("\u2039/memnest-digest\u203a" * 10, 70),
+])
+def test_the_estimate_does_not_undercount(text, at_least):
+    """Figures from the Claude tokenizer (bench/hook_budget.py counts whole outputs)."""
+    assert hook.hook_text.tokens(text) >= at_least
+
+
+def test_recall_fits_its_budget_best_first_and_says_why():
+    results = [memory(i, f"Deploy step {i}: the billing service waits for the health check "
+                         "before traffic moves. " * 3, tags=["deploy"]) for i in range(1, 6)]
+    text, shown = hook.recall_fitted(results, "how does the billing deploy wait?", 300)
+    assert [r["id"] for r in shown] == [1] and hook.hook_text.tokens(text) <= 300
+    assert "(why: matches \u201cbilling\u201d" in text and "tagged \u201cdeploy\u201d" in text
+    text, shown = hook.recall_fitted(results, "how does the billing deploy wait?", 5000)
+    assert len(shown) == 5
+    # a budget too small for even one line injects nothing
+    assert hook.recall_fitted(results, "billing", 10) == ("", [])

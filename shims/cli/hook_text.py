@@ -2,11 +2,11 @@
 each fenced so that no stored text can speak outside it, each within a token budget, each
 line saying why it came back.
 
-Token budgets are counted here with an estimate that never undercounts a real tokenizer:
-a UTF-8 byte per third of a token (English runs near four characters a token, code and ids
-nearer three, a CJK character is three bytes and at most a token or two). A hook cannot load
+Token budgets are counted here with an estimate that does not undercount a real tokenizer:
+three ASCII characters a token (English runs near four, code and ids nearer three), and for
+other characters a token or more each by kind (emoji cost two to three). A hook cannot load
 a tokenizer within its time budget; bench/hook_budget.py counts what the hooks emit with the
-Claude and o200k tokenizers and checks the estimate holds.
+Claude and o200k tokenizers and checks that the estimate holds.
 """
 import json
 import os
@@ -30,7 +30,22 @@ _STOPWORDS = frozenset(
 def tokens(text: str) -> int:
     """At least as many tokens as a real tokenizer counts for `text` (see the module's
     docstring; bench/hook_budget.py measures it)."""
-    return (len(text.encode("utf-8", "surrogatepass")) + 2) // 3
+    if text.isascii():
+        return (len(text) + 2) // 3
+    plain, tenths = 0, 0
+    for c in text:
+        code = ord(c)
+        if code < 0x80:
+            plain += 1
+        elif code < 0x800:  # accented Latin, Cyrillic, Greek: a token each at worst
+            tenths += 10
+        elif 0x3000 <= code < 0xA000 or 0xAC00 <= code < 0xD7B0:  # CJK, kana, hangul
+            tenths += 11
+        elif code < 0x10000:  # symbols, dingbats, lookalike brackets
+            tenths += 20
+        else:  # emoji and the rest beyond the BMP
+            tenths += 30
+    return (plain + 2) // 3 + (tenths + 9) // 10
 
 
 def budget_tokens(event: str, flag: int | None = None) -> int:
