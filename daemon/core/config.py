@@ -98,6 +98,7 @@ class Settings:
     output_dir: str  # where tools may write files besides a workspace's .memnest/
     max_open_databases: int
     query_memory_mb: int  # what one memory_query may allocate, beyond the database's pool
+    capture_judge: bool = True  # memory_store refuses junk (curation/capture.py)
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -137,6 +138,7 @@ class Settings:
             output_dir=os.path.expanduser(os.environ.get("MEMNEST_OUTPUT_DIR", "").strip()),
             max_open_databases=max(1, _int("MEMNEST_MAX_OPEN_DATABASES", 16)),
             query_memory_mb=max(64, _int("MEMNEST_QUERY_MEMORY_MB", 1024)),
+            capture_judge=_flag("MEMORY_CAPTURE_JUDGE", True),
         )
 
 

@@ -17,6 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from .values import disagree
+
 Kind = Literal["keep", "chatter", "progress_note", "file_listing", "stack_trace",
                "tool_output", "diff_dump", "todo_echo", "vague", "restatement"]
 
@@ -44,7 +46,7 @@ MIN_WORDS = 4         # fewer words than this: too short to show a shape, kept
 MAX_TEXT = 50_000     # characters judged (the store's own limit is lower)
 MAX_LINE = 400        # characters of a line the line patterns see
 MAX_TOKENS = 400      # specific tokens compared for a restatement
-MAX_COMPARED = 8000   # characters of each text compared for a restatement
+MAX_COMPARED = 2000   # characters of each text compared for a restatement
 STEM, STEM_MAX = 4, 24  # a shorter or longer form of a token: shares a start this long
 
 
@@ -186,6 +188,7 @@ _VAGUE = re.compile(
     r"|good progress|best practices?|clean code|a lot|remember this|mostly|many moving parts"
     r"|coming along)\b", re.I)
 _SPECIFIC = re.compile(r"`[^`\n]{1,80}`|\b\w*\d\w*(?:[.:/]\w+)*|[~.]?/?\w+(?:[_./:@#]\w+)+/?"
+                       r"|(?<![\w/])/\w+"
                        r"|\b[A-Z][a-z]+[A-Z]\w*|\b[A-Z]{2,}\w*|--\w[\w-]*")
 _WORD = re.compile(r"[A-Za-z][\w'-]*")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n)\s*[\"'(]?$")
@@ -297,17 +300,23 @@ def specifics(text: str) -> set[str]:
 
 
 def restated(text: str, neighbours: Iterable[Neighbour]) -> int | None:
-    """The id of an existing memory that `text` only says again: close to it in meaning
-    and naming nothing (no value, no name, no code) that it does not name."""
+    """The id of an existing memory that `text` only says again: close to it in meaning,
+    no longer, naming nothing (no value, no name, no code) that it does not name, and no
+    value in place of one of its values."""
     mine = specifics(text[:MAX_COMPARED])
     for n in sorted(neighbours, key=lambda n: -n.similarity):
         if n.similarity < RESTATE_FLOOR:
             break
+        if len(" ".join(text.split())) > len(" ".join(n.content.split())):
+            continue  # a fuller wording: ingest's merge may keep it in place of the other
         head = n.content[:MAX_COMPARED]
         theirs = specifics(head) | {w.lower() for w in _WORD.findall(head)}
         starts = _starts(theirs)
-        if all(_known(token, theirs, starts) for token in mine):
-            return n.id
+        if not all(_known(token, theirs, starts) for token in mine):
+            continue
+        if disagree(text[:MAX_COMPARED], head):
+            continue  # another value, name or a denial: a fact of its own (values.py)
+        return n.id
     return None
 
 

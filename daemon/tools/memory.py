@@ -1,4 +1,5 @@
 """The core memory tools: store, search, get, list, update, delete, stats."""
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -7,7 +8,13 @@ from ..core.anchors import CodeContext
 from ..core.config import FUSION_MODES
 from ..core.errors import invalid, not_found
 from ..core.records import Memory, content_hash, normalise_tags, utcnow
-from ..curation.conflicts import SEARCH_CONFLICTS_HINT, conflicts, with_resolutions
+from ..curation.capture import RESTATE_FLOOR, Neighbour, Verdict, judge, restated
+from ..curation.conflicts import (
+    SEARCH_CONFLICTS_HINT,
+    conflicts,
+    with_resolutions,
+    workspace_ids,
+)
 from ..curation.freshness import freshness, refreshed, written_context
 from ..curation.ingest import BRIEF_CONFLICTS_HINT, Item, ingest
 from ..curation.screening import flag
@@ -39,33 +46,60 @@ from .common import (
 from .registry import ToolContext, tool
 from .team import check_shareable, merge_sharing, share_after_write
 
+RESTATE_NEIGHBOURS = 5  # existing memories a stored text is compared with for a restatement
+
 # -- memory_store ----------------------------------------------------------------------------
+
+KEEP_AS_IS: dict[str, Any] = {
+    "type": "boolean",
+    "description": "Store this text as it is, without the check that refuses transient "
+                   "chatter, progress notes, file listings, stack traces, command output, "
+                   "diffs, to-do lists, vague notes and restatements (default false)."}
+STORE_ITEM: dict[str, Any] = {**ITEM, "properties": {**ITEM["properties"],
+                                                     "keep_as_is": KEEP_AS_IS}}
+
 
 @tool("memory_store",
       "Remember something for later sessions. Give `content` (with optional category, tags, "
       "importance) for one memory, or `items` (a list of such objects) for a batch. Storing "
       "text identical to an existing memory does not duplicate it: the existing memory's "
-      "importance is raised and its id returned (status `duplicate`). Text inside "
-      "<private>…</private> is never stored and secrets are redacted.",
+      "importance is raised and its id returned (status `duplicate`); so does text that only "
+      "says again what a memory says. Store decisions, preferences and lessons: chatter, "
+      "progress notes, file listings, stack traces without their lesson, command output, "
+      "diffs and to-do lists are refused with the reason (in a batch: status `refused`), "
+      "unless `keep_as_is` is true. Text inside <private>…</private> is never stored and "
+      "secrets are redacted.",
       {"type": "object",
-       "properties": {**ITEM["properties"],
-                      "items": {"type": "array", "items": ITEM, "minItems": 1,
+       "properties": {**STORE_ITEM["properties"],
+                      "items": {"type": "array", "items": STORE_ITEM, "minItems": 1,
                                 "description": "Batch form: several memories in one call."}},
        "additionalProperties": False},
       long_running=True)
 def memory_store(ctx: ToolContext, args: dict) -> dict:
-    if "items" in args and any(k in args for k in ("category", "tags", "importance")):
-        raise invalid("with `items`, give category/tags/importance inside each item")
+    if "items" in args and any(k in args for k in ("category", "tags", "importance",
+                                                   "keep_as_is")):
+        raise invalid("with `items`, give category/tags/importance/keep_as_is inside each "
+                      "item")
     one_or_many(args, "content", "items")  # exactly one of the two
     entries, batch = (args["items"], True) if "items" in args else ([args], False)
     if batch and len(entries) > ctx.settings.max_batch:
         raise invalid(f"items has {len(entries)} entries, over the limit of "
                       f"{ctx.settings.max_batch} (MEMORY_MAX_BATCH); send several batches")
-    items = []
+    items: list[Item] = []
+    refused: dict[int, Verdict] = {}  # entry index -> why it is not stored
+    judged: list[int] = []  # entries whose text is checked for a restatement
     left_out = LeftOut()  # private text and secrets, never stored (curation/privacy.py)
     for n, item in enumerate(entries):
         where = f"items.{n}" if batch else "content"
         content = clean_content(ctx, item["content"], where, left_out)
+        if ctx.settings.capture_judge and not item.get("keep_as_is"):
+            verdict = judge(content)
+            if not verdict.keep:
+                if not batch:
+                    raise invalid(_refusal(where, verdict))
+                refused[n] = verdict
+                continue
+            judged.append(len(items))
         code = written_context(ctx.workspace, content, item.get("anchors"),
                                item.get("auto_anchor", True),
                                where=f"items.{n}." if batch else "")
@@ -73,25 +107,86 @@ def memory_store(ctx: ToolContext, args: dict) -> dict:
                           clean_tags(item.get("tags"), where, left_out),
                           item.get("importance", 3), code=code.to_json(),
                           scope=item.get("scope", "private")))
-    vectors = embed_with_progress(ctx, [i.content for i in items])  # slow: outside the lock
+    stored_entries = [e for n, e in enumerate(entries) if n not in refused]
+    vectors = embed_with_progress(ctx, [i.content for i in items]) if items else []
     store = ctx.store
+    sharing: dict = {}
+    outcomes: list = []
+    twins: dict[int, int] = {}
     with store.writing():
         ctx.check_still_wanted()
-        outcomes = ingest(store, ctx.workspace, items, vectors, ctx.settings,
-                          origin=ctx.origin)
-        to_share = [store.catalog[o.memory.id] for o, e in zip(outcomes, entries)
-                    if e.get("scope") == "shared"]
-        sharing = share_after_write(store, ctx.workspace, to_share)
+        if items:
+            twins = _restatements(store, ctx.workspace, items, vectors, judged)
+            outcomes = _ingest(ctx, items, vectors, twins)
+            to_share = [store.catalog[o.memory.id] for o, e in zip(outcomes, stored_entries)
+                        if e.get("scope") == "shared"]
+            sharing = share_after_write(store, ctx.workspace, to_share)
+    views = [o.view(brief_conflicts=batch) for o in outcomes]
+    for index, twin in twins.items():
+        if outcomes[index].status == "duplicate" and outcomes[index].memory.id == twin:
+            views[index]["capture"] = (f"this says again what memory {twin} says, so that "
+                                       "memory's importance was raised instead; use "
+                                       "memory_update to change its text")
     if not batch:
-        return {**outcomes[0].view(), **sharing, **left_out.report(single=True)}
-    results = [o.view(brief_conflicts=True) for o in outcomes]
+        return {**views[0], **sharing, **left_out.report(single=True)}
+    stored = iter(views)
+    results = [_refused_view(refused[n]) if n in refused else next(stored)
+               for n in range(len(entries))]
     count = {status: sum(r["status"] == status for r in results)
-             for status in ("stored", "duplicate", "merged")}
+             for status in ("stored", "duplicate", "merged", "refused")}
     out = {"results": results, "stored": count["stored"], "duplicates": count["duplicate"],
-           "merged": count["merged"]}
+           "merged": count["merged"], "refused": count["refused"]}
     if any("conflicts" in r for r in results):
         out["conflicts_hint"] = BRIEF_CONFLICTS_HINT
     return {**out, **sharing, **left_out.report(single=False)}
+
+
+def _refusal(where: str, verdict: Verdict) -> str:
+    return (f"{where}: not stored: {verdict.reason}; if it is worth keeping as it is, store "
+            "it again with keep_as_is: true")
+
+
+def _refused_view(verdict: Verdict) -> dict:
+    return {"status": "refused", "kind": verdict.kind,
+            "reason": f"{verdict.reason}; to store it as it is, give it keep_as_is: true"}
+
+
+def _restatements(store, workspace: str, items: list[Item], vectors,
+                  judged: list[int]) -> dict[int, int]:
+    """Items (of `judged`) that only say again what an existing memory of their scope says
+    (capture.restated), by item index: the memory each restates. Write lock held."""
+    if not judged:
+        return {}
+    matrix = np.asarray(vectors, dtype=np.float32).reshape(len(items), -1)[judged]
+    near = store.vectors.search_many(matrix, workspace_ids(store, workspace),
+                                     RESTATE_NEIGHBOURS, min_score=RESTATE_FLOOR)
+    out = {}
+    for index, found in zip(judged, near):
+        neighbours = [Neighbour(i, store.catalog[i].content, s) for i, s in found
+                      if store.catalog[i].scope == items[index].scope]
+        twin = restated(items[index].content, neighbours)
+        if twin is not None:
+            out[index] = twin
+    return out
+
+
+def _ingest(ctx: ToolContext, items: list[Item], vectors, twins: dict[int, int]) -> list:
+    """ingest() the items, the restatements (`twins`) last, each as an exact duplicate of
+    the memory it restates (its importance raised, as for the same text stored again):
+    written after the others, that memory's text is the one the batch has left it with.
+    Outcomes in the items' order. Write lock held."""
+    fresh = [i for i in range(len(items)) if i not in twins]
+    store = ctx.store
+    outcomes = dict(zip(fresh, ingest(store, ctx.workspace, [items[i] for i in fresh],
+                                      [vectors[i] for i in fresh], ctx.settings,
+                                      origin=ctx.origin)))
+    if twins:
+        again = [replace(items[i], content=store.catalog[twin].content)
+                 for i, twin in twins.items()]
+        outcomes.update(zip(twins, ingest(store, ctx.workspace, again,
+                                          [vectors[i] for i in twins], ctx.settings,
+                                          origin=ctx.origin)))
+    return [outcomes[i] for i in range(len(items))]
 
 
 # -- memory_search ---------------------------------------------------------------------------
