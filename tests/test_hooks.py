@@ -647,3 +647,16 @@ def test_recall_says_when_a_memorys_code_changed(hook_env, workspace, call):
                                 hook_env, workspace), "UserPromptSubmit")
     assert f"[#{stored['id']} " in changed
     assert "the code it cites changed since: verify before relying on it" in changed
+
+
+@pytest.mark.parametrize("damage", [b"\xff", b"\\u0000", b"\\ud800", b"\x00"],
+                         ids=["invalid-utf8", "escaped-nul", "lone-surrogate", "raw-nul"])
+def test_a_damaged_prompt_is_still_recalled(damage, hook_env, workspace, facts):
+    """An invalid UTF-8 byte, a NUL or a lone surrogate in a prompt costs that character,
+    not the recall."""
+    body = (b'{"session_id": "' + str(uuid.uuid4()).encode() + b'", "hook_event_name": '
+            b'"UserPromptSubmit", "cwd": "' + str(workspace).encode() + b'", "prompt": '
+            b'"how is the billing ' + damage + b'service deployed?"}')
+    out = run_hook("prompt", None, hook_env, workspace, raw=body)
+    text = injected(out, "UserPromptSubmit")
+    assert f"[#{facts['deploy']} " in text, out.stdout

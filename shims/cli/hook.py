@@ -204,7 +204,7 @@ def _read_input() -> dict:
     if not data.strip():
         return {}
     # an invalid byte in a prompt costs that character, not the recall
-    payload = json.loads(data.decode("utf-8", "replace"))
+    payload = json.loads(data.decode("utf-8", "replace"), strict=False)  # a raw NUL too
     if not isinstance(payload, dict):
         raise _Skip("hook input is not a JSON object; ignored")
     return payload
