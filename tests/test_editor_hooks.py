@@ -300,3 +300,35 @@ def test_codex_entry_is_merged_into_the_users_toml(editor_env, workspace, tmp_pa
                          env=editor_env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 1 and "inline" in out.stderr
     assert config.read_text() == 'mcp_servers = { memnest = { command = "x" } }\n'
+
+
+@pytest.mark.parametrize("editor, rel", [("gemini", ".gemini/settings.json"),
+                                         ("kiro-cli", ".kiro/agents/memnest.json")])
+def test_entry_and_hooks_in_one_user_file(editor, rel, editor_env, workspace):
+    """Gemini's settings and Kiro's agent hold the MCP entry and the hooks: one write, one
+    backup, the user's keys kept, and a second run changes nothing."""
+    path = Path(editor_env["HOME"]) / rel
+    path.parent.mkdir(parents=True)
+    theirs = {"theme": "dark", "mcpServers": {"github": {"command": "gh-mcp"}},
+              "hooks": {"BeforeTool": [{"hooks": [{"type": "command", "command": "audit"}]}]}}
+    path.write_text(json.dumps(theirs))
+    first = subprocess.run([str(CTL), "config", editor, "--json", "--workspace",
+                            str(workspace)], env=editor_env, capture_output=True, text=True,
+                           timeout=60)
+    assert first.returncode == 0, first.stderr
+    written = json.loads(path.read_text())
+    assert written["theme"] == "dark" and written["mcpServers"]["github"] == {
+        "command": "gh-mcp"}
+    assert written["hooks"]["BeforeTool"] == theirs["hooks"]["BeforeTool"]
+    assert "MEMORY_WORKSPACE" not in written["mcpServers"]["memnest"].get("env", {})
+    assert len(list(path.parent.glob(path.name + ".memnest-backup-*"))) == 1
+    again = subprocess.run([str(CTL), "config", editor, "--json", "--workspace",
+                            str(workspace)], env=editor_env, capture_output=True, text=True,
+                           timeout=60)
+    facts = json.loads(again.stdout)
+    assert facts["changed"] is False and not any(i["changed"] for i in facts["integration"])
+    assert json.loads(path.read_text()) == written
+    checked = subprocess.run([str(CTL), "config", editor, "--check", "--workspace",
+                              str(workspace)], env=editor_env, capture_output=True, text=True,
+                             timeout=60)
+    assert checked.returncode == 0, checked.stdout

@@ -32,6 +32,7 @@ from .editor_configs import (
     Check,
     ConfigError,
     FilePlan,
+    Plan,
     choose_model,
     desired_env,
     load,
@@ -167,10 +168,17 @@ class HooksPlan(FilePlan):
     grouped: bool = True
     owned_keys: tuple[str, ...] = ()  # keys beside "hooks" that memnest sets in the file
     does: tuple[str, ...] = ()  # the memnest-hook events it runs
+    entry: tuple[str, str] | None = None  # (servers key, name) of an MCP entry it also writes
 
     def kept_others(self, written: dict) -> bool:
         def others(document: dict) -> dict:
             hooks = document.get("hooks") or {}
+            document = json.loads(json.dumps(document))
+            servers = document.get(self.entry[0]) if self.entry else None
+            if self.entry and isinstance(servers, dict):
+                servers.pop(self.entry[1], None)
+                if not servers:
+                    del document[self.entry[0]]
             return {"file": {k: v for k, v in document.items()
                              if k != "hooks" and k not in self.owned_keys},
                     "hooks": {e: _without_ours(g, self.grouped) for e, g in hooks.items()
@@ -185,12 +193,15 @@ def plan_hooks(client: str, workspace: Path, model: str | None = None,
     spec = HOOK_FILES[client]
     target = spec.path(workspace)
     refuse_links(workspace, target)
-    if base is not None and base.path == target:  # written first, then merged into
-        exists, before, lenient = True, base.after, base.lenient
+    merged_entry = None
+    if base is not None and base.path == target:  # one file: the MCP entry and the hooks
+        exists, before, lenient = base.exists, base.before, base.lenient
+        after = json.loads(json.dumps(base.after))
+        merged_entry = (base.client.servers_key, base.name) if isinstance(base, Plan) else None
     else:
         exists = target.exists()
         before, lenient = load(target) if exists else ({}, False)
-    after = json.loads(json.dumps(before))
+        after = json.loads(json.dumps(before))
     for key, value in spec.top:
         after.setdefault(key, value)
     hooks = after.setdefault("hooks", {})
@@ -216,7 +227,7 @@ def plan_hooks(client: str, workspace: Path, model: str | None = None,
     if client == "kiro-cli":
         owned += _kiro_agent(after, before)
     return HooksPlan(target, exists, before, after, lenient, commands, spec.grouped, owned,
-                     tuple(ours for ours, _ in spec.events.values()))
+                     tuple(ours for ours, _ in spec.events.values()), merged_entry)
 
 
 def _kiro_agent(agent: dict, before: dict) -> tuple[str, ...]:

@@ -365,8 +365,12 @@ def cmd_config(args) -> None:
             return
         extras = agent_hooks.integration(args.client, workspace, args.model, plan) \
             if with_extras else []
-        backup = editor_configs.apply(plan, workspace)
+        # an extra in the entry's own file (Gemini's settings, Kiro's agent) holds the entry
+        together = any(extra.path == plan.path for extra in extras)
+        backup = None if together else editor_configs.apply(plan, workspace)
         backups = [editor_configs.apply(extra, workspace) for extra in extras]
+        if together:
+            backup = backups[[e.path for e in extras].index(plan.path)]
         kept_local = editor_configs.keep_out_of_git(
             workspace, [plan.path, *(e.path for e in extras if e.path.name in LOCAL_FILES)])
     except editor_configs.ConfigError as exc:
