@@ -36,7 +36,7 @@ from hypothesis.stateful import (
 )
 from memnest_daemon.core.anchors import CodeContext
 from memnest_daemon.core.records import content_hash
-from memnest_daemon.curation import admission
+from memnest_daemon.curation import admission, capture
 from memnest_proto.contract import CATEGORIES
 from memnest_shims.client import ToolFailure
 
@@ -71,6 +71,17 @@ FACTS = [
     "Login tokens expire after 30 minutes of inactivity",
     "Login tokens expire after 45 minutes of inactivity",
 ]
+# What an agent may store at the end of a turn that is not worth keeping: memory_store
+# refuses it (curation/capture.py) unless the item says keep_as_is, and then stores it.
+JUNK = [
+    "Updated the cache warmer to add the new setting and adjusted the tests.",
+    "Sure! I've gone ahead and made those changes for you. Let me know if there's anything "
+    "else you'd like me to adjust.",
+    "panic: runtime error: invalid memory address or nil pointer dereference\n"
+    "goroutine 1 [running]:",
+    "├── app\n├── tests\n├── docs\n└── deploy",
+    "On branch main\nYour branch is up to date with 'origin/main'.\nnothing to commit",
+]
 IMPORTED = [
     "Imported: the mobile app release train leaves every second Tuesday",
     "Imported: support tickets tagged P1 page the on-call engineer",
@@ -98,6 +109,11 @@ ANCHORS = [{"path": "src/a.py"}, {"path": "src/a.py", "lines": "2-3"},
 RELATIONS = ["RELATED_TO", "SUPERSEDES", "EXPLAINS"]
 WRITES = {"memory_store", "memory_update", "memory_delete", "memory_relate", "memory_unrelate",
           "memory_keep_separate", "memory_import"}
+
+
+def _refused(item: dict) -> bool:
+    """The model of the capture judge: the judge itself, on the text as it is stored."""
+    return not item.get("keep_as_is") and not capture.judge(item["content"].strip()).keep
 
 
 def _variant(text: str, how: int) -> str:
@@ -221,8 +237,14 @@ class History(RuleBasedStateMachine):
         target = model[memory_id]
         target["anchors"] = _union(target["anchors"], _cited(item.get("anchors", [])))
         if status == "duplicate":
-            assert content_hash(target["content"]) == content_hash(item["content"]), \
-                (target, item)
+            if "capture" in result:  # a restatement: the judge found nothing new in it
+                STEPS_RUN["store restated"] += 1
+                assert not item.get("keep_as_is"), (result, item)
+                assert capture.restated(item["content"].strip(), [capture.Neighbour(
+                    memory_id, target["content"], 1.0)]) == memory_id, (target, item)
+            else:
+                assert content_hash(target["content"]) == content_hash(item["content"]), \
+                    (target, item)
             target["importance"] = min(5, target["importance"] + 1)
         else:
             assert status == "merged", result
@@ -237,7 +259,10 @@ class History(RuleBasedStateMachine):
 
     @st.composite
     def items(draw):
-        item = {"content": _variant(draw(st.sampled_from(FACTS)), draw(st.integers(0, 5)))}
+        texts = JUNK if draw(st.integers(0, 5)) == 0 else FACTS
+        item = {"content": _variant(draw(st.sampled_from(texts)), draw(st.integers(0, 5)))}
+        if draw(st.integers(0, 3)) == 0:
+            item["keep_as_is"] = True
         if draw(st.booleans()):
             item["category"] = draw(st.sampled_from(CATEGORIES))
         if draw(st.booleans()):
@@ -262,6 +287,11 @@ class History(RuleBasedStateMachine):
     def add_memory(self, item, shared):
         if shared == 0:
             item["scope"] = "shared"
+        if _refused(item):
+            STEPS_RUN["store refused"] += 1
+            assert "keep_as_is" in self.refuse("memory_store", **item)
+            self.check()
+            return
         result = self.call("memory_store", **item)
         new: dict = {}
         self._apply_store(item, result, new)
@@ -275,9 +305,15 @@ class History(RuleBasedStateMachine):
             batch[n]["scope"] = "shared"
         out = self.call("memory_store", items=batch)
         new: dict = {}
+        assert out["refused"] == sum(map(_refused, batch))
+        STEPS_RUN["store refused"] += out["refused"]
+        kept = []
         for item, result in zip(batch, out["results"]):
-            self._apply_store(item, result, new)
-        for result in out["results"]:  # each shows its memory as the whole batch left it
+            assert (result["status"] == "refused") == _refused(item), (item, result)
+            if result["status"] != "refused":
+                self._apply_store(item, result, new)
+                kept.append(result)
+        for result in kept:  # each shows its memory as the whole batch left it
             assert result["importance"] == self.model.memories[result["id"]]["importance"]
         self._shared_by_store(new)
         self.check()
