@@ -183,7 +183,8 @@ _ERROR_PROSE = re.compile(r"\b(?:got this error|failed with this error|the error
 _OUTPUT_PROSE = re.compile(r"\b(?:output was|printed '|output:)", re.I)
 _VAGUE = re.compile(
     r"\b(?:stuff|things?|some (?:issues|changes|things|preferences|configuration)|a few"
-    r"|the (?:fix|problem|code|project|feature|system|implementation)|improved|better"
+    r"|the (?:fix|problem|code|project|feature|system|implementation)"
+    r"(?= (?:is|was|has|have|works?|worked|today|now)\b|[.,;!]|$)|improved|better"
     r"|a project|working on|edge cases|good to know|in order"
     r"|good progress|best practices?|clean code|a lot|remember this|mostly|many moving parts"
     r"|coming along)\b", re.I)
