@@ -1,16 +1,21 @@
 """A stand-in for the Anthropic Messages API on 127.0.0.1, scripted, so that the real Claude
 Code CLI (pointed at it with ANTHROPIC_BASE_URL) runs whole turns without a model.
 
-What Claude Code asks of it: POST /v1/messages, streamed as server-sent events (message_start,
-content blocks with their deltas, message_delta, message_stop) or as one JSON message;
-POST /v1/messages/count_tokens; and, depending on the version and settings, a few GETs at
-start (model lists and the like), which get an empty answer. Every request is recorded.
+What Claude Code 2.1 asks of it, with CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1: only
+POST /v1/messages?beta=true, streamed (server-sent events: message_start, each content block
+with its delta, message_delta, message_stop). A JSON message for a request that does not
+stream, POST /v1/messages/count_tokens and GET /v1/models are answered too, for other versions
+and settings; anything else gets a 404. Every request is recorded.
+
+What Claude Code sends back: a Stop hook's reason as a user message (a system-reminder holding
+"Stop hook feedback:" and the reason) and also in a message of role "system"; a hook's
+additionalContext in a "system" message ("UserPromptSubmit hook additional context: ...").
 
 The script (`TurnScript`) plays a model that works: for each prompt of the user it calls two
 tools (Bash `echo`), one at a time, then answers. When the last user message carries the
 Stop hook's reason, it stores one memory naming the turn with memnest's memory_store, then
-ends. Requests that do not offer Bash (Claude Code's side requests, such as a title or a
-topic) get a short text."""
+ends. Requests that do not offer Bash (side requests, such as a title or a topic) get a short
+text."""
 import json
 import threading
 import time
@@ -31,7 +36,7 @@ class Recorded:
     headers: dict[str, str]
     body: Any  # the JSON body, or the raw text when it is not JSON
     at: float = field(default_factory=time.monotonic)
-    turn: int = 0  # what the script made of it (TurnScript.reply)
+    turn: int = 0  # what the script made of it (TurnScript.reply); 0: not the agent's
     step: str = ""
 
     @property
@@ -226,7 +231,7 @@ class FakeMessagesAPI(ThreadingHTTPServer):
             return [r for r in self.requests if r.turn]
 
     def steps(self) -> dict[int, list[str]]:
-        """turn -> the steps the agent's requests were answered with, in order."""
+        """turn -> what the agent's requests of that turn brought (TurnScript.STEPS)."""
         out: dict[int, list[str]] = {}
         for r in self.agent_requests():
             out.setdefault(r.turn, []).append(r.step)

@@ -222,7 +222,7 @@ def assert_every_turn_captured(run: Run) -> None:
     direct = [step for step in TurnScript.STEPS if step != "tool-search"]
     for turn in range(1, TURNS + 1):
         assert steps.get(turn) in (loading, direct), \
-            f"turn {turn}: {steps.get(turn)}\nhooks.log:\n{run.setup.hooks_log()}"
+            f"turn {turn}: {steps.get(turn)}\nhooks.log:\n{run.setup.hooks_log()[-3000:]}"
     assert sorted(steps) == list(range(1, TURNS + 1)), sorted(steps)
     answers = run.setup.api.script.store_results
     assert sorted(answers) == list(range(1, TURNS + 1))
@@ -251,7 +251,8 @@ def test_session_hooks_exit_0_and_stop_asks_once_a_turn(one_session):
         assert hooks and all(h.get("exit_code") == 0 and h.get("outcome") == "success"
                              for h in hooks), hooks
         assert [h["hook_event"] for h in hooks if h["hook_event"] != "SessionStart"] == \
-            ["UserPromptSubmit", "Stop", "Stop"], f"turn {n}: {hooks}"
+            ["UserPromptSubmit", "Stop", "Stop"], \
+            f"turn {n}: {hooks}\nhooks.log:\n{one_session.setup.hooks_log()[-3000:]}"
         stops = [h for h in hooks if h["hook_event"] == "Stop"]
         assert json.loads(stops[0]["stdout"])["decision"] == "block", stops[0]
         assert not stops[1].get("stdout", "").strip(), \
