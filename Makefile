@@ -29,17 +29,24 @@ lint: install
 	$(VENV)/bin/mypy daemon shims proto --explicit-package-bases
 
 # The real editor CLIs the end-to-end tests drive, from npm, into .tools/editors (once per
-# version: the stamp names it). Claude Code ships its native binary inside a registry package.
+# set of versions: the stamp names them). Claude Code and Codex ship their native binaries
+# inside registry packages.
 CLAUDE_CODE_VERSION := 2.1.332
+GEMINI_CLI_VERSION := 0.61.0
+CODEX_VERSION := 0.171.0
 EDITORS := .tools/editors
+EDITORS_STAMP := $(EDITORS)/.installed-$(CLAUDE_CODE_VERSION)-$(GEMINI_CLI_VERSION)-$(CODEX_VERSION)
 
-editors: $(EDITORS)/.claude-code-$(CLAUDE_CODE_VERSION)
+editors: $(EDITORS_STAMP)
 
-$(EDITORS)/.claude-code-$(CLAUDE_CODE_VERSION):
+$(EDITORS_STAMP):
 	mkdir -p $(EDITORS)
 	npm install --prefix $(EDITORS) --no-audit --no-fund --save-exact \
-		@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)
+		@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) \
+		@google/gemini-cli@$(GEMINI_CLI_VERSION) @openai/codex@$(CODEX_VERSION)
 	$(EDITORS)/node_modules/.bin/claude --version
+	$(EDITORS)/node_modules/.bin/gemini --version
+	$(EDITORS)/node_modules/.bin/codex --version
 	touch $@
 
 proto: install

@@ -66,6 +66,7 @@ MAX_PROMPT_CHARS = 2000  # of the prompt, what the search sees (the tool's own l
 # overrides it.
 RECALL_FLOOR = 0.97
 RECALL_LIMIT = 5
+RECALL_SEARCH_CAP = 40  # results asked for at most, to find RECALL_LIMIT not shown yet
 DIGEST_LIST = 8  # per order (importance, recency) asked of the daemon for the digest
 MAX_SHOWN = 2000  # per session, memory ids remembered as shown
 # Capture: a turn is worth asking about when it used this many tools or wrote this much.
@@ -306,13 +307,16 @@ def _prompt(event: Event) -> str:
     if "prompt" not in formats.ADDS_CONTEXT[event.payload.editor]:
         session.save()  # the editor cannot take context here; the turn is counted
         return ""
+    # what this session was shown is left out after the search: ask for that many more, so
+    # that a newer relevant memory below them still comes back
+    wanted = min(RECALL_LIMIT + len(session.shown), RECALL_SEARCH_CAP)
     found = _call(event.daemon(), "memory_search", event.workspace, event.deadline,
-                  {"query": prompt[:MAX_PROMPT_CHARS], "top_k": RECALL_LIMIT,
+                  {"query": prompt[:MAX_PROMPT_CHARS], "top_k": wanted,
                    "preview_chars": PREVIEW_CHARS, "explain": True})
     floor = _float_env("MEMNEST_RECALL_FLOOR", RECALL_FLOOR)
     picked = [r for r in found["results"]
               if _direct_score(r) >= floor and not r.get("untrusted_content")
-              and not r.get("superseded") and not session.was_shown(r)]
+              and not r.get("superseded") and not session.was_shown(r)][:RECALL_LIMIT]
     text, shown = recall_fitted(picked, prompt, event.budget)
     for r in shown:  # what did not fit is not marked shown
         session.mark_shown(r)
