@@ -29,8 +29,10 @@ noise hits both alike):
   in process     the daemon's own freshness() on 20 memories (a page of 10 + the 10 beyond
                  it that rank_by_code checks), in this process: the check alone, no gRPC
   after edits    six of the most cited files are edited in the anchored clone and
-                 committed: two get a line appended, two get a cited line changed (and a
-                 line appended), two get a line inserted at the top (cited lines move).
+                 committed: two get a line of code appended (a whole-file anchor is
+                 changed), two get a comment on a cited line and one appended (whole-file
+                 anchors stay fresh, the cited lines do not), two get a comment inserted at
+                 the top (cited lines move).
                  Then the search rounds again: the first round after the edit (each query's
                  first search since; the daemon hashes the edited files and re-anchors the
                  moved code) apart from the rounds after it; memory_stale again; every
@@ -377,7 +379,10 @@ def edit(workspace: Path, items: list[dict]) -> tuple[dict[str, str], dict[tuple
         elif kinds.count("insert at top") < 2 and any(k == "lines" for *_, k in
                                                        [c for c in cited if c[1] == path]):
             chosen[path] = "insert at top"
+    from memnest_daemon.code.fingerprint import code_hash
+
     expected: dict[tuple[int, str], str] = {}
+    code_changed: dict[str, bool] = {}
     for path, how in chosen.items():
         file = workspace / path
         text = file.read_text()
@@ -390,21 +395,35 @@ def edit(workspace: Path, items: list[dict]) -> tuple[dict[str, str], dict[tuple
         if how == "insert at top":
             lines.insert(0, "# inserted by bench")
         text = "\n".join(lines)
-        if how in ("append", "change"):
-            text += "# appended by bench\n"
+        if how == "append":
+            text += "BENCH_APPENDED = 1\n"   # code: a whole-file anchor is changed
+        if how == "change":
+            text += "# appended by bench\n"  # a comment: a whole-file anchor stays fresh
+        code_changed[path] = code_hash(_lines(file.read_text()), path) != \
+            code_hash(_lines(text), path)
         file.write_text(text)
     for i, path, start, end, kind in cited:
         how = chosen.get(path)
         if how is None:
             continue
         state = "fresh"
-        if how == "change" and kind != "file" and start <= changed_line[path] <= end:
+        if kind == "file":
+            state = "changed" if code_changed[path] else "fresh"
+        elif how == "change" and start <= changed_line[path] <= end:
             state = "changed"
         elif how == "insert at top" and kind == "lines":
             state = "moved"
         expected[(i, path)] = state
     git(workspace, "commit", "-q", "-am", "bench: edit cited files")
     return chosen, expected
+
+
+def _lines(text: str) -> list[str]:
+    """A file's lines as the daemon reads them (files.read_source)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.rstrip() for line in lines]
 
 
 # -- main ----------------------------------------------------------------------------------------
