@@ -117,7 +117,7 @@ def test_anchored_memories_follow_their_code(repo, ctl, fresh_daemon):
     # The cited function's body changes -> changed, with a diff summary, ranked below a
     # fresh memory that says much the same.
     fresh = ctl("memory_store", content="Retries: three attempts with exponential backoff "
-                "when sending requests.", auto_anchor=False)["id"]
+                "when sending requests.", auto_anchor=False, keep_as_is=True)["id"]
     (repo / "client" / "http.py").write_text(HTTP.replace("retries=3", "retries=5"))
     commit(repo, "five retries")
     found = ctl("memory_search", query="retries exponential backoff attempts", top_k=5)
