@@ -174,10 +174,8 @@ def test_a_batch_treats_its_earlier_merges_as_sequential_calls_would(call):
     batch = call("memory_store", items=[
         {"content": "Feature flags are stored in the central config service under /flags"},
         {"content": "feature flags are stored in the config service"}])
-    # The second now says nothing the merged memory does not say: it is a restatement of it
-    # (curation/capture.py), a duplicate, as in a call of its own after the first's.
-    assert [r["status"] for r in batch["results"]] == ["merged", "duplicate"]
-    assert {r["id"] for r in batch["results"]} == {first["id"]}
+    assert [r["status"] for r in batch["results"]] == ["merged", "merged"]
+    assert {r["merged_into"] for r in batch["results"]} == {first["id"]}
     got = call("memory_get", id=first["id"])
     assert got["content"] == "Feature flags are stored in the central config service under /flags"
     assert got["importance"] == 5  # 3 -> max(3, 3) + 1 -> max(4, 3) + 1

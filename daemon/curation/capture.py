@@ -43,6 +43,7 @@ REASONS: dict[str, str] = {
 
 RESTATE_FLOOR = 0.78  # cosine to an existing memory at which a restatement is looked for
 MIN_WORDS = 4         # fewer words than this: too short to show a shape, kept
+MIN_VAGUE_WORDS = 5   # a shorter phrase is not vague, it is a fragment (a label, a note)
 MAX_TEXT = 50_000     # characters judged (the store's own limit is lower)
 MAX_LINE = 400        # characters of a line the line patterns see
 MAX_TOKENS = 400      # specific tokens compared for a restatement
@@ -277,7 +278,7 @@ def _prose_shape(text: str, words: list[str]) -> Kind:
     if _PROGRESS.match(first):
         return "progress_note"
     vague = len(_VAGUE.findall(head))
-    if vague and len(specifics(head)) <= (vague >= 2):
+    if vague and len(words) >= MIN_VAGUE_WORDS and len(specifics(head)) <= (vague >= 2):
         return "vague"
     return "keep"
 

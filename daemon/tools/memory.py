@@ -162,9 +162,12 @@ def _restatements(store, workspace: str, items: list[Item], vectors,
                                      RESTATE_NEIGHBOURS, min_score=RESTATE_FLOOR)
     out = {}
     for index, found in zip(judged, near):
+        item = items[index]
+        if store.find_hash(workspace, content_hash(item.content), item.scope) is not None:
+            continue  # the same text again: ingest's exact dedup says so
         neighbours = [Neighbour(i, store.catalog[i].content, s) for i, s in found
-                      if store.catalog[i].scope == items[index].scope]
-        twin = restated(items[index].content, neighbours)
+                      if store.catalog[i].scope == item.scope]
+        twin = restated(item.content, neighbours)
         if twin is not None:
             out[index] = twin
     return out
