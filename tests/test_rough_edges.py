@@ -228,7 +228,11 @@ def test_config_backups_stay_out_of_the_project_root_and_out_of_git(tmp_path, da
     assert json.loads(kept[-1].read_text())["mcpServers"]["other"]["command"] == "x7"
     untracked = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
                                cwd=root, capture_output=True, text=True, check=True).stdout
-    assert "backups" not in untracked and ".mcp.json" in untracked
+    # .mcp.json names this machine's paths: kept out of commits too, by the repository's own
+    # exclude list (never committed), once
+    assert "backups" not in untracked and ".mcp.json" not in untracked
+    exclude = (root / ".git" / "info" / "exclude").read_text()
+    assert exclude.count("/.mcp.json\n") == 1
 
 
 def test_config_backups_refuse_a_planted_link(tmp_path, daemon):
