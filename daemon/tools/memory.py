@@ -18,6 +18,7 @@ from ..curation.conflicts import (
 from ..curation.freshness import freshness, refreshed, written_context
 from ..curation.ingest import BRIEF_CONFLICTS_HINT, Item, ingest
 from ..curation.screening import flag
+from ..curation.values import tag_overlap
 from ..search.graph_signal import boost
 from ..search.ranking import SearchFilter, demote_superseded, rank
 from ..store.changes import Changes
@@ -116,7 +117,7 @@ def memory_store(ctx: ToolContext, args: dict) -> dict:
     with store.writing():
         ctx.check_still_wanted()
         if items:
-            twins = _restatements(store, ctx.workspace, items, vectors, judged)
+            twins = _restatements(store, ctx.workspace, items, vectors, judged, ctx.settings)
             outcomes = _ingest(ctx, items, vectors, twins)
             to_share = [store.catalog[o.memory.id] for o, e in zip(outcomes, stored_entries)
                         if e.get("scope") == "shared"]
@@ -151,10 +152,11 @@ def _refused_view(verdict: Verdict) -> dict:
             "reason": f"{verdict.reason}; to store it as it is, give it keep_as_is: true"}
 
 
-def _restatements(store, workspace: str, items: list[Item], vectors,
-                  judged: list[int]) -> dict[int, int]:
-    """Items (of `judged`) that only say again what an existing memory of their scope says
-    (capture.restated), by item index: the memory each restates. Write lock held."""
+def _restatements(store, workspace: str, items: list[Item], vectors, judged: list[int],
+                  settings) -> dict[int, int]:
+    """Items (of `judged`) that only say again what an existing memory says (capture.restated),
+    by item index: the memory each restates. Only a memory a merge could join: of the
+    item's scope, with tags overlapping as MEMORY_MERGE_TAG_OVERLAP asks. Write lock held."""
     if not judged:
         return {}
     matrix = np.asarray(vectors, dtype=np.float32).reshape(len(items), -1)[judged]
@@ -166,7 +168,8 @@ def _restatements(store, workspace: str, items: list[Item], vectors,
         if store.find_hash(workspace, content_hash(item.content), item.scope) is not None:
             continue  # the same text again: ingest's exact dedup says so
         neighbours = [Neighbour(i, store.catalog[i].content, s) for i, s in found
-                      if store.catalog[i].scope == item.scope]
+                      if store.catalog[i].scope == item.scope and tag_overlap(
+                          store.catalog[i].tags, item.tags) >= settings.merge_tag_overlap]
         twin = restated(item.content, neighbours)
         if twin is not None:
             out[index] = twin
