@@ -100,6 +100,14 @@ def test_store_and_search_human(run):
     assert again == f"duplicate: memory {memory_id} (importance 5)\n"
 
 
+def test_store_refuses_a_listing_unless_kept_as_is(run):
+    listing = "src/app.py\nsrc/db.py\nsrc/jobs/sync.py\ntests/test_sync.py\nREADME.md"
+    refused = run("store", listing)
+    assert refused.returncode == 1 and "keep_as_is" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert ok(run("store", listing, "--keep-as-is")).startswith("stored: memory ")
+
+
 def test_store_and_search_json(run, project):
     stored = json.loads(ok(run("store", "Use ruff for linting, not flake8", "--json")))
     assert stored["status"] == "stored" and isinstance(stored["id"], int)

@@ -175,6 +175,8 @@ def cmd_store(args) -> None:
         arguments["category"] = args.category
     if args.tag:
         arguments["tags"] = args.tag
+    if args.keep_as_is:
+        arguments["keep_as_is"] = True
     result = _call(_client(), args, "memory_store", arguments)
     if args.json:
         _print_json(result)
@@ -683,6 +685,9 @@ def build_parser() -> argparse.ArgumentParser:
     store.add_argument("--tag", action="append", help="a tag (repeatable)")
     store.add_argument("--importance", type=_bounded(1, 5), default=3, metavar="1-5",
                        help="1 trivial .. 5 critical; ranks search results")
+    store.add_argument("--keep-as-is", action="store_true",
+                       help="store it even if it reads like a listing, a log or chatter (the "
+                            "capture judge would refuse it)")
     store.set_defaults(run=cmd_store)
     relate = command("relate", parents=[scoped],
                             help="link two memories (what dream's review hints ask for)")
