@@ -311,24 +311,28 @@ def _machine_specific(text: str) -> str:
 def _without_shared_hooks(workspace: Path) -> list[FilePlan]:
     """Memnest's hooks taken out of .claude/settings.json, where earlier versions of
     memnest put them (the file Claude Code documents as committed)."""
-    target = workspace / ".claude" / "settings.json"
+    plan = _taken_out(workspace, workspace / ".claude" / "settings.json", grouped=True)
+    return [plan] if plan is not None and plan.changed else []
+
+
+def _taken_out(workspace: Path, target: Path, grouped: bool) -> HooksPlan | None:
+    """`target` with memnest's hooks taken out (an event left empty goes, and "hooks" when
+    nothing is left); None when there is no such file."""
     refuse_links(workspace, target)
     if not target.exists():
-        return []
+        return None
     before, lenient = load(target)
     after = json.loads(json.dumps(before))
     hooks = after.get("hooks")
-    if not isinstance(hooks, dict):
-        return []
-    for event in list(hooks):
-        if isinstance(hooks[event], list):
-            hooks[event] = _without_ours(hooks[event])
-            if not hooks[event]:
-                del hooks[event]
-    if not hooks:
-        del after["hooks"]
-    plan = HooksPlan(target, True, before, after, lenient, {})
-    return [plan] if plan.changed else []
+    if isinstance(hooks, dict):
+        for event in list(hooks):
+            if isinstance(hooks[event], list):
+                hooks[event] = _without_ours(hooks[event], grouped)
+                if not hooks[event]:
+                    del hooks[event]
+        if not hooks:
+            del after["hooks"]
+    return HooksPlan(target, True, before, after, lenient, {}, grouped)
 
 
 # -- files memnest owns: Kiro's hooks and steering, Cursor's rule, VS Code's instructions -----
@@ -488,22 +492,8 @@ def remove_integration(client: str, workspace: Path) -> list[str]:
     if client in ("claude-code", "vscode"):
         targets.append((workspace / ".claude" / "settings.json", True))
     for target, grouped in targets:
-        refuse_links(workspace, target)
-        if not target.exists():
-            continue
-        before, lenient = load(target)
-        after = json.loads(json.dumps(before))
-        hooks = after.get("hooks")
-        if isinstance(hooks, dict):
-            for event in list(hooks):
-                if isinstance(hooks[event], list):
-                    hooks[event] = _without_ours(hooks[event], grouped)
-                    if not hooks[event]:
-                        del hooks[event]
-            if not hooks:
-                del after["hooks"]
-        plan = HooksPlan(target, True, before, after, lenient, {}, grouped)
-        if plan.changed:
+        plan = _taken_out(workspace, target, grouped)
+        if plan is not None and plan.changed:
             backup = apply(plan, workspace)
             done.append(f"removed memnest's hooks from {target} (backup {backup})")
     for f in guidance_files(client, workspace):

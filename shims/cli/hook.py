@@ -161,10 +161,9 @@ def run(args: argparse.Namespace) -> int:
         event = payload.event(args.event)
         workspace = _workspace(args, payload)
         budget = min(hook_text.budget_tokens(event if event in hook_text.DEFAULT_TOKENS
-                                             else "stop", getattr(args, "max_tokens", None)),
+                                             else "stop", args.max_tokens),
                      formats.text_cap(payload.editor) // 3)
         text = _HANDLERS[event](Event(payload, workspace, started + budget_s, budget))
-        out = formats.answer(payload.editor, event, text) if text else ""
     except _Skip as skip:
         if str(skip):
             log_line(args.event, str(skip))
@@ -172,9 +171,8 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:  # noqa: BLE001 - a hook must never break the editor
         log_line(args.event, f"{type(exc).__name__}: {exc}")
         return 0
-    if out:
-        sys.stdout.write(out + "\n")
-        sys.stdout.flush()
+    if text:
+        _emit(event, text, payload.editor)
     return 0
 
 

@@ -76,11 +76,12 @@ def digest_text(memories: list[dict], workspace: str, budget: int | None = None,
             "keeping.", body, token)
     usable = [m for m in memories if not m.get("untrusted_content") and not m.get("superseded")]
     lines = [(m, line(m, _digest_reasons(m, today))) for m in usable]
-    shown = _fit(lines, budget or DEFAULT_TOKENS["session-start"], header,
-                 lambda kept: _open_conflicts(memories, {m["id"] for m in kept}))
-    if not shown:
+    kept = _fit(lines, budget or DEFAULT_TOKENS["session-start"], header,
+                lambda shown: _open_conflicts(memories, {m["id"] for m in shown}))
+    if not kept:
         return "", []
-    body = "\n".join(text for m, text in lines if m in shown)
+    shown = [m for m, _ in kept]
+    body = "\n".join(text for _, text in kept)
     return header(body + _open_conflicts(memories, {m["id"] for m in shown})), shown
 
 
@@ -93,27 +94,26 @@ def recall_fitted(results: list[dict], prompt: str = "", budget: int | None = No
                        "memory_get <id> gives the full text.", body, token)
     words = prompt_words(prompt)
     lines = [(r, line(r, _recall_reasons(r, words, today))) for r in results]
-    shown = _fit(lines, budget or DEFAULT_TOKENS["prompt"], header, lambda kept: "")
-    if not shown:
+    kept = _fit(lines, budget or DEFAULT_TOKENS["prompt"], header, lambda shown: "")
+    if not kept:
         return "", []
-    return header("\n".join(text for r, text in lines if r in shown)), shown
+    return header("\n".join(text for _, text in kept)), [r for r, _ in kept]
 
 
 def recall_text(results: list[dict], prompt: str = "") -> str:
     return recall_fitted(results, prompt)[0]
 
 
-def _fit(lines: list[tuple[dict, str]], budget: int, header, tail) -> list[dict]:
-    """The leading lines whose block, fence and all, stays within `budget` tokens. A line
+def _fit(lines: list[tuple[dict, str]], budget: int, header, tail
+         ) -> list[tuple[dict, str]]:
+    """The lines, in order, whose block, fence and all, stays within `budget` tokens. A line
     that does not fit is skipped, not the ones after it (a shorter one may still fit)."""
-    kept: list[dict] = []
-    texts: list[str] = []
+    kept: list[tuple[dict, str]] = []
     for m, text in lines:
-        trial = texts + [text]
-        measured = header("\n".join(trial) + tail(kept + [m]), _MEASURE_TOKEN)
-        if tokens(measured) <= budget:
-            kept.append(m)
-            texts = trial
+        trial = kept + [(m, text)]
+        body = "\n".join(t for _, t in trial) + tail([k for k, _ in trial])
+        if tokens(header(body, _MEASURE_TOKEN)) <= budget:
+            kept = trial
     return kept
 
 
