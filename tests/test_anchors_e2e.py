@@ -204,7 +204,7 @@ def test_anchor_errors_are_clear_and_hostile_paths_refused(repo, ctl, tmp_path):
 
 def test_memnest_ctl_stale_and_search_show_stale_code(repo, ctl, fresh_daemon):
     import json as _json
-    from conftest import BIN
+    from support import BIN
     stored = ctl("memory_store", content="Retries live in `send()` in client/http.py")["id"]
     (repo / "client" / "http.py").write_text(HTTP.replace("retries=3", "retries=5"))
     env = {**fresh_daemon.env}

@@ -9,7 +9,7 @@ import pytest
 from memnest_proto import memnest_pb2 as pb
 from memnest_shims.client import ToolFailure
 
-from conftest import error_text, result_json
+from support import error_text, result_json
 
 TOOLS = ["memory_store", "memory_search", "memory_get", "memory_list", "memory_update",
          "memory_delete", "memory_stats"]

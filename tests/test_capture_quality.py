@@ -10,7 +10,7 @@ import pytest
 from memnest_daemon.curation.capture import Neighbour, judge
 from memnest_shims.client import ToolFailure
 
-from conftest import error_text, result_json
+from support import error_text, result_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import capture_quality  # noqa: E402  (bench/capture_quality.py: the measurement itself)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import BIN
+from support import BIN
 from fake_messages_api import FakeMessagesAPI, Recorded, TurnScript, texts
 
 REPO = Path(__file__).resolve().parent.parent

@@ -11,7 +11,7 @@ import pytest
 
 from memnest_shims.cli import editor_configs as cc
 
-from conftest import OFFLINE_MODEL
+from support import OFFLINE_MODEL
 
 CTL = Path(sys.executable).parent / "memnest-ctl"
 MCP = Path(sys.executable).parent / "memnest-mcp"

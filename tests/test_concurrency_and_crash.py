@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import psutil
 
-from conftest import result_json
+from support import result_json
 
 
 def test_two_shims_store_concurrently_with_one_daemon(fresh_daemon, workspace):

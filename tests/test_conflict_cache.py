@@ -14,7 +14,7 @@ from memnest_daemon.search.neighbour_table import KEPT
 from memnest_daemon.store.changes import Changes
 from memnest_daemon.store.store import MemoryStore
 
-from conftest import put_memories
+from support import put_memories
 
 DIM = 8
 SETTINGS = SimpleNamespace(conflict_threshold=0.9, conflict_value_floor=0.6)

@@ -11,7 +11,7 @@ import pytest
 
 from memnest_proto.version import VERSION
 
-from conftest import OFFLINE_MODEL
+from support import OFFLINE_MODEL
 
 CTL = Path(sys.executable).parent / "memnest-ctl"
 

@@ -9,7 +9,7 @@ import textwrap
 import time
 
 import pytest
-from conftest import db_edit
+from support import db_edit
 
 DAY = 86400
 

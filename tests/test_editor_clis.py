@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import BIN
+from support import BIN
 
 TOOLS = Path(__file__).resolve().parent.parent / ".tools" / "editors" / "node_modules" / ".bin"
 CTL = BIN / "memnest-ctl"

@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import BIN
+from support import BIN
 from memnest_shims.cli.hook_text import DEFAULT_TOKENS, tokens
 
 PAYLOADS = Path(__file__).parent / "data" / "hook_payloads"

@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from conftest import error_text, result_json
+from support import error_text, result_json
 from memnest_shims.client import ToolFailure
 
 CHROMIUM = "/usr/bin/chromium"

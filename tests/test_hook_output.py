@@ -9,7 +9,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import BIN
+from support import BIN
 from memnest_daemon.curation import screening
 from memnest_daemon.curation.screening import markers
 from memnest_shims.cli import hook

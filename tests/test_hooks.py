@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN
+from support import BIN
 
 HOOK = BIN / "memnest-hook"
 CTL = BIN / "memnest-ctl"

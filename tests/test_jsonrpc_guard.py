@@ -3,7 +3,7 @@
 import json
 import subprocess
 
-from conftest import BIN
+from support import BIN
 from memnest_daemon.server.jsonrpc_guard import MAX_DEPTH, depth_and_id
 
 

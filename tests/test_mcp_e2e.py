@@ -1,7 +1,7 @@
 """Through the real shim, driven by the MCP SDK's stdio client: every core tool as specified."""
 import anyio
 
-from conftest import error_text, result_json
+from support import error_text, result_json
 
 
 def run(coro_fn):

@@ -11,7 +11,7 @@ import anyio
 import numpy as np
 from mcp.client.session import DEFAULT_CLIENT_INFO
 
-from conftest import BIN, result_json
+from support import BIN, result_json
 from memnest_daemon.core.records import Origin
 from memnest_daemon.store.changes import Changes
 from memnest_daemon.store.store import MemoryStore

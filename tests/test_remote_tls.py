@@ -14,7 +14,7 @@ import anyio
 import grpc
 import pytest
 
-from conftest import BIN, Daemon, error_text, result_json
+from support import BIN, Daemon, error_text, result_json
 from memnest_proto import memnest_pb2 as pb
 from memnest_proto import memnest_pb2_grpc as pb_grpc
 from memnest_shims.cli import tls_setup

@@ -6,7 +6,7 @@ import subprocess
 
 import anyio
 import pytest
-from conftest import BIN, result_json
+from support import BIN, result_json
 from memnest_daemon.tools import TOOLS
 from memnest_shims.client import ToolFailure
 from memnest_shims.workspace import enclosing_project

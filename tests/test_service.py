@@ -13,7 +13,7 @@ import pytest
 
 from memnest_shims.client import DaemonClient
 
-from conftest import BIN, old_daemon_command
+from support import BIN, old_daemon_command
 
 # Runs in the child between fork and exec, as systemd does: the listening socket becomes fd 3,
 # LISTEN_PID is the pid that memnestd will have (exec keeps it), LISTEN_FDS counts from fd 3.

@@ -4,7 +4,7 @@ import json
 import anyio
 import toon_format
 
-from conftest import error_text, result_json
+from support import error_text, result_json
 
 
 def test_set_workspace_pins_the_rest_of_the_session(daemon, tmp_path):

@@ -16,7 +16,7 @@ import anyio
 import grpc
 import mcp_types as types
 import pytest
-from conftest import BIN, result_json
+from support import BIN, result_json
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from memnest_daemon.server import session_pipe

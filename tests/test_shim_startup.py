@@ -11,7 +11,7 @@ import psutil
 
 from memnest_proto.version import VERSION
 
-from conftest import BIN, old_daemon_command, result_json
+from support import BIN, old_daemon_command, result_json
 
 
 def test_the_shim_imports_neither_grpc_nor_the_mcp_sdk():

@@ -4,7 +4,7 @@ index stands (`vector_index`); memory_search's explain says what the search cons
 (`explain_meta`)."""
 from types import SimpleNamespace
 
-from conftest import db_edit
+from support import db_edit
 from memnest_daemon.tools.stats import vector_index_status
 from memnest_proto.contract import OFFLINE_MODEL
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Daemon
+from support import Daemon
 
 CTL = Path(sys.executable).parent / "memnest-ctl"
 GID = "0123456789abcdef0123456789abcdef"

@@ -11,7 +11,7 @@ import pytest
 from memnest_proto.version import PROTOCOL_VERSION, VERSION
 from memnest_shims.client import DaemonClient, DaemonUnavailable, version_key
 
-from conftest import old_daemon_command, result_json
+from support import old_daemon_command, result_json
 
 OLD = "0.0.1"
 

@@ -12,7 +12,7 @@ from memnest_daemon.core.records import Memory, content_hash, utcnow
 from memnest_daemon.store.changes import Changes
 from memnest_daemon.store.store import MemoryStore
 
-from conftest import put_memories
+from support import put_memories
 
 MODEL, DIM = "model-a", 16
 RNG = np.random.default_rng(7)

@@ -13,7 +13,7 @@ from memnest_daemon.store.verify import verify
 from memnest_daemon.store.changes import Changes
 from memnest_daemon.store.store import MemoryStore
 
-from conftest import put_memories
+from support import put_memories
 
 DIM = 8
 

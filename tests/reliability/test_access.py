@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Daemon
+from support import Daemon
 
 # Imports grpc while still root (the venv lives where `nobody` cannot read), then drops to
 # `nobody` before connecting, so the kernel records nobody's uid for the connection.

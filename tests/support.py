@@ -1,0 +1,147 @@
+"""What tests share: a daemon environment on a temp socket with the offline model, the real
+memnest-mcp shim driven by the MCP SDK's stdio client, direct edits of LadybugDB files, and
+reading tool results. conftest.py turns these into fixtures."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import psutil
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from memnest_proto.contract import OFFLINE_MODEL
+from memnest_shims.client import DaemonClient
+
+BIN = Path(sys.executable).parent
+
+
+def old_daemon_command(version: str, *args: str) -> list[str]:
+    """memnestd posing as an older release (tests/old_memnestd.py)."""
+    return [sys.executable, str(Path(__file__).with_name("old_memnestd.py")), version, *args]
+
+
+class Daemon:
+    """A daemon environment: its socket, log and the env that points clients at it."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(root, 0o700)
+        self.socket = root / "memnestd.sock"
+        self.log = root / "memnestd.log"
+        self.env = {**os.environ, "MEMNEST_SOCKET": str(self.socket),
+                    "MEMNEST_LOG_FILE": str(self.log),
+                    "MEMORY_EMBEDDING_MODEL": OFFLINE_MODEL}
+        self.env.pop("MEMORY_WORKSPACE", None)
+        self.env.pop("MEMORY_DB_PATH", None)
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, *extra: str, wait: bool = True) -> subprocess.Popen:
+        self.proc = subprocess.Popen([str(BIN / "memnestd"), *extra], env=self.env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if wait:
+            self.wait_ready()
+        return self.proc
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        client = self.client(autostart=False)
+        while time.monotonic() < deadline:
+            if client.is_running():
+                client.close()
+                return
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"memnestd exited: {self.proc.stderr.read()}")
+            time.sleep(0.05)
+        raise TimeoutError("memnestd did not become ready")
+
+    def client(self, autostart: bool = True) -> DaemonClient:
+        return DaemonClient(self.socket, client_name="tests", autostart=autostart)
+
+    def pids(self) -> list[int]:
+        """Every live memnestd process serving this socket."""
+        found = []
+        for p in psutil.process_iter(["cmdline", "pid"]):
+            try:
+                cmd = " ".join(p.info["cmdline"] or [])
+                if "memnestd" in cmd and "pytest" not in cmd and \
+                        p.environ().get("MEMNEST_SOCKET") == str(self.socket) and \
+                        p.status() != psutil.STATUS_ZOMBIE:
+                    found.append(p.info["pid"])
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        return found
+
+    def stop(self) -> None:
+        for pid in self.pids():
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 40
+        while self.pids() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for pid in self.pids():
+            os.kill(pid, signal.SIGKILL)
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+
+    @asynccontextmanager
+    async def mcp(self, cwd: Path, message_handler=None, **env):
+        """A real memnest-mcp process, spoken to by the MCP SDK's stdio client."""
+        params = StdioServerParameters(command=str(BIN / "memnest-mcp"), cwd=str(cwd),
+                                       env={**self.env, **env})
+        with open(self.root / "shim-stderr.log", "a") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write,
+                                         message_handler=message_handler) as session:
+                    await session.initialize()
+                    yield session
+
+
+def db_edit(workspace: Path, statements: list[tuple[str, dict]]) -> None:
+    """Edit a workspace's database directly while its daemon is stopped (as an older version
+    or a crash would have left it), in a process of its own."""
+    script = textwrap.dedent(f"""
+        import json, sys, ladybug as lb
+        c = lb.Connection(lb.Database({str(workspace / '.memnest' / 'memory.lbug')!r}))
+        for query, params in json.loads(sys.stdin.read()):
+            c.execute(query, params)
+    """)
+    subprocess.run([sys.executable, "-c", script], input=json.dumps(statements), text=True,
+                   check=True)
+
+
+def put_memories(store, memories, vectors) -> None:
+    """Write these memories into an open MemoryStore through its one write path, as the
+    daemon would: new ids are taken from the store (tests choose ids in order), known ids are
+    rewritten. Takes the write lock."""
+    from memnest_daemon.store.changes import Changes
+    changes = Changes()
+    with store.writing():
+        for m, vector in zip(memories, vectors):
+            if m.id in store.catalog:
+                changes.update(m, vector)
+                continue
+            while store.next_id() <= m.id:
+                store.allocate_id()
+            changes.insert(m, vector)
+        store.commit(changes)
+
+
+def result_json(result) -> dict:
+    assert not result.is_error, result.content[0].text
+    return json.loads(result.content[0].text)
+
+
+def error_text(result) -> str:
+    assert result.is_error, f"expected a tool error, got {result.content[0].text[:300]}"
+    return result.content[0].text
