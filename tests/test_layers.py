@@ -13,6 +13,7 @@ DAEMON_LAYERS = {
     "store": 3,
     "curation": 4,
     "team": 4.5,
+    "operations": 4.7,
     "tools": 5,
     "server": 6,
 }

@@ -19,6 +19,8 @@ from ..curation.freshness import freshness, refreshed, written_context
 from ..curation.ingest import BRIEF_CONFLICTS_HINT, Item, ingest
 from ..curation.screening import flag
 from ..curation.values import tag_overlap
+from ..operations.admitting import LeftOut, clean_tags, private_free
+from ..operations.embedding import embed_with_progress
 from ..search.graph_signal import boost
 from ..search.ranking import SearchFilter, demote_superseded, rank
 from ..store.changes import Changes
@@ -36,10 +38,6 @@ from .common import (
     ORIGIN_FILTERS,
     PREVIEW,
     TAGS,
-    LeftOut,
-    clean_content,
-    clean_tags,
-    embed_with_progress,
     one_or_many,
     preview_chars,
     visible,
@@ -92,7 +90,7 @@ def memory_store(ctx: ToolContext, args: dict) -> dict:
     left_out = LeftOut()  # private text and secrets, never stored (curation/privacy.py)
     for n, item in enumerate(entries):
         where = f"items.{n}" if batch else "content"
-        content = clean_content(ctx, item["content"], where, left_out)
+        content = private_free(item["content"], where, ctx.settings.max_store_chars, left_out)
         if ctx.settings.capture_judge and not item.get("keep_as_is"):
             verdict = judge(content)
             if not verdict.keep:
@@ -456,7 +454,8 @@ def memory_update(ctx: ToolContext, args: dict) -> dict:
             raise invalid(f"{where}: nothing to change; give content, category, tags, scope, "
                           "importance, anchors or refresh_anchors")
         if "content" in change:
-            change["content"] = clean_content(ctx, change["content"], where, left_out)
+            change["content"] = private_free(change["content"], where,
+                                             ctx.settings.max_store_chars, left_out)
         if "tags" in change:
             change["tags"] = clean_tags(change["tags"], where, left_out)
     texts = [c["content"] for c in changes if "content" in c]

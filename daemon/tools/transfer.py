@@ -25,12 +25,13 @@ from ..core.records import SCOPES, content_hash, from_iso, utcnow
 from ..curation import admission
 from ..curation.conflicts import settle_all
 from ..curation.ingest import Item, ingest, merge_candidate
+from ..operations.admitting import LeftOut, clean_tags, private_free
 from ..storage.database import RELATION_TYPES
 from ..storage.safe_files import read_file, write_file
 from ..store.changes import Changes
 from ..store.graph import pair
 from ..team import sync as team
-from .common import MAX_SAFE_INT, LeftOut, clean_tags, private_free
+from .common import MAX_SAFE_INT
 from .registry import StrictValidator, ToolContext, tool
 
 FORMAT = "memnest-export"

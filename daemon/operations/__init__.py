@@ -1,0 +1,3 @@
+"""Memory operations: one typed function per thing a caller can do to memory (remember,
+recall, revise, forget, import, share ...), below the tools that read arguments and shape
+JSON, above the store, curation and team layers they combine."""
