@@ -21,6 +21,7 @@ from ..curation.screening import flag
 from ..curation.values import tag_overlap
 from ..operations.admitting import LeftOut, clean_tags, private_free
 from ..operations.embedding import embed_with_progress
+from ..operations.sharing import check_shareable, merge_sharing, share_after_write
 from ..search.graph_signal import boost
 from ..search.ranking import SearchFilter, demote_superseded, rank
 from ..store.changes import Changes
@@ -43,7 +44,6 @@ from .common import (
     visible,
 )
 from .registry import ToolContext, tool
-from .team import check_shareable, merge_sharing, share_after_write
 
 RESTATE_NEIGHBOURS = 5  # existing memories a stored text is compared with for a restatement
 
