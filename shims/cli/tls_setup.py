@@ -7,7 +7,8 @@ the client's identity: what it writes is recorded as written by `tls:NAME`, and 
 daemon's allow-list (MEMNEST_TLS_CLIENTS) says which workspaces it may use.
 
 Keys are written 0600 (never through a symlink, never over an existing file unless --force),
-in a 0700 folder. `cryptography` is imported only by these commands.
+in a 0700 folder. `cryptography` is imported only by these commands; commands/tls.py
+reads their command lines and says what was written.
 """
 import datetime
 import ipaddress
@@ -31,34 +32,6 @@ class TlsSetupError(Exception):
 def default_dir() -> Path:
     import platformdirs
     return Path(platformdirs.user_config_dir("memnest")) / "tls"
-
-
-def add_arguments(parser) -> None:
-    actions = parser.add_subparsers(dest="tls_action", required=True, metavar="ACTION",
-                                    help="init: the CA and the daemon's certificate; client: "
-                                         "one client's certificate")
-    init = actions.add_parser("init", help="create a private CA and the daemon's server "
-                              "certificate (SANs: localhost, 127.0.0.1, ::1 and each --host)")
-    init.add_argument("--dir", metavar="DIR", help=f"where to write (default: {default_dir()})")
-    init.add_argument("--host", action="append", default=[], metavar="NAME",
-                      help="a DNS name or IP address clients use to reach the daemon "
-                           "(repeatable)")
-    init.add_argument("--days", type=int, default=SERVER_DAYS,
-                      help="validity of the server certificate in days")
-    init.add_argument("--force", action="store_true", help="replace existing files")
-    init.set_defaults(run=cmd_tls_init)
-    client = actions.add_parser("client", help="create a client certificate (CN=NAME) signed "
-                                "by the CA of `tls init`")
-    client.add_argument("name", help="the client's identity (letters, digits, . _ @ -)")
-    client.add_argument("--dir", metavar="DIR", help=f"the CA's folder (default: {default_dir()})")
-    client.add_argument("--days", type=int, default=CLIENT_DAYS,
-                        help="validity of the certificate in days")
-    client.add_argument("--allow", action="append", default=[], metavar="DIR",
-                        help="add a workspace folder (on the daemon's machine; a simple glob "
-                             "like /srv/projects/* is allowed) for NAME to the daemon's "
-                             "clients.json (repeatable)")
-    client.add_argument("--force", action="store_true", help="replace existing files")
-    client.set_defaults(run=cmd_tls_client)
 
 
 # -- files ---------------------------------------------------------------------------------------
@@ -201,93 +174,56 @@ def load_ca(folder: Path):
     return ca_key, ca_cert
 
 
-# -- commands ------------------------------------------------------------------------------------
+# -- the folder of `tls init` ----------------------------------------------------------------------
 
-def _folder(args) -> Path:
-    return prepare_dir(Path(args.dir) if args.dir else default_dir())
+AUTHORITY_FILES = ("ca.key", "ca.crt", "server.key", "server.crt")
 
 
-def _clients_file(folder: Path) -> Path:
+def clients_file(folder: Path) -> Path:
+    """The daemon's allow-list: which client name may use which workspaces."""
     return folder / "clients.json"
 
 
-def cmd_tls_init(args) -> None:
-    from .main import Failure
-    try:
-        folder = _folder(args)
-        hosts = ["localhost", "127.0.0.1", "::1", *[h.strip() for h in args.host if h.strip()]]
-        ca_key, ca_cert = make_ca()
-        server_key, server_cert = issue(ca_key, ca_cert, hosts[-1] if args.host else
-                                        "localhost", server=True, hosts=hosts, days=args.days)
-        for path in (folder / "ca.key", folder / "ca.crt", folder / "server.key",
-                     folder / "server.crt"):
-            if path.exists() and not args.force:
-                raise TlsSetupError(f"{path} exists; give --force to replace the CA and the "
-                                    "server certificate (every client certificate signed by "
-                                    "the old CA stops working)")
-        write_private(folder / "ca.key", key_pem(ca_key), args.force)
-        write_private(folder / "ca.crt", cert_pem(ca_cert), args.force, 0o644)
-        write_private(folder / "server.key", key_pem(server_key), args.force)
-        write_private(folder / "server.crt", cert_pem(server_cert), args.force, 0o644)
-        clients = _clients_file(folder)
-        if not clients.exists():
-            write_private(clients, b"{}\n", False)
-    except TlsSetupError as exc:
-        raise Failure(f"tls init: {exc}") from None
-    port_host = args.host[0] if args.host else "127.0.0.1"
-    if ":" in port_host:
-        port_host = f"[{port_host}]"
-    print(f"wrote in {folder}:")
-    print("  ca.key      the CA's private key (0600): keep it here, it signs client "
-          "certificates")
-    print("  ca.crt      the CA certificate: copy it to every client")
-    print(f"  server.key  the daemon's private key (0600)\n  server.crt  the daemon's "
-          f"certificate, for {', '.join(dict.fromkeys(hosts))}")
-    print("  clients.json  which client may use which workspace (now: nobody)")
-    print("\non the daemon's machine:")
-    print(f"  memnestd --service --listen-tls 0.0.0.0:{DEFAULT_PORT} --tls-dir {folder}")
-    print(f"  (or MEMNEST_TLS_LISTEN=0.0.0.0:{DEFAULT_PORT} MEMNEST_TLS_CERT={folder}/server.crt"
-          f" MEMNEST_TLS_KEY={folder}/server.key MEMNEST_TLS_CA={folder}/ca.crt "
-          f"MEMNEST_TLS_CLIENTS={clients})")
-    print("\nthen a certificate for each client:\n  memnest-ctl tls client NAME --allow "
-          f"/path/of/a/project{' --dir ' + str(folder) if args.dir else ''}")
+def write_authority(folder: Path, hosts: list[str], common_name: str, days: int,
+                    force: bool) -> None:
+    """A new CA and the daemon's certificate (SANs `hosts`) in `folder`, and an empty
+    allow-list when there is none."""
+    ca_key, ca_cert = make_ca()
+    server_key, server_cert = issue(ca_key, ca_cert, common_name, server=True, hosts=hosts,
+                                    days=days)
+    for path in (folder / name for name in AUTHORITY_FILES):
+        if path.exists() and not force:
+            raise TlsSetupError(f"{path} exists; give --force to replace the CA and the "
+                                "server certificate (every client certificate signed by "
+                                "the old CA stops working)")
+    write_private(folder / "ca.key", key_pem(ca_key), force)
+    write_private(folder / "ca.crt", cert_pem(ca_cert), force, 0o644)
+    write_private(folder / "server.key", key_pem(server_key), force)
+    write_private(folder / "server.crt", cert_pem(server_cert), force, 0o644)
+    clients = clients_file(folder)
+    if not clients.exists():
+        write_private(clients, b"{}\n", False)
 
 
-def cmd_tls_client(args) -> None:
-    from .main import Failure
-    name = args.name.strip()
-    try:
-        if not NAME_PATTERN.fullmatch(name):
-            raise TlsSetupError(f"{name!r} is not a usable client name: 1-64 letters, digits, "
-                                "'.', '_', '@' or '-', starting with a letter or digit")
-        folder = _folder(args)
-        ca_key, ca_cert = load_ca(folder)
-        key, cert = issue(ca_key, ca_cert, name, server=False, days=args.days)
-        out = prepare_dir(folder / "clients")
-        key_path, cert_path = out / f"{name}.key", out / f"{name}.crt"
-        if not args.force:
-            for path in (key_path, cert_path):
-                if path.exists():
-                    raise TlsSetupError(f"{path} exists; give --force to replace it")
-        write_private(key_path, key_pem(key), args.force)
-        write_private(cert_path, cert_pem(cert), args.force, 0o644)
-        clients = _clients_file(folder)
-        allowed = allow(clients, name, args.allow) if args.allow else None
-    except TlsSetupError as exc:
-        raise Failure(f"tls client: {exc}") from None
-    print(f"wrote {cert_path} (CN={name}, valid {args.days} days) and {key_path} (0600)")
-    if allowed is not None:
-        print(f"{clients}: {name} may use {', '.join(allowed)} (the daemon reads it at each "
-              "call)")
-    else:
-        print(f"{name} may use no workspace yet: add it to {clients}, e.g. "
-              f'{{"{name}": ["/srv/projects/app"]}}, or run this again with --allow DIR')
-    print(f"\ncopy {folder / 'ca.crt'}, {cert_path} and {key_path} to the client (keep the key "
-          "0600), and set there:")
-    print("  MEMNEST_REMOTE=HOST:PORT   (a name or address in the server certificate)")
-    print(f"  MEMNEST_TLS_CA={folder / 'ca.crt'}\n  MEMNEST_TLS_CERT={cert_path}\n"
-          f"  MEMNEST_TLS_KEY={key_path}")
-    print("  MEMORY_WORKSPACE=/path/of/the/project/on/the/daemon's/machine")
+def check_client_name(name: str) -> None:
+    if not NAME_PATTERN.fullmatch(name):
+        raise TlsSetupError(f"{name!r} is not a usable client name: 1-64 letters, digits, "
+                            "'.', '_', '@' or '-', starting with a letter or digit")
+
+
+def write_client(folder: Path, name: str, days: int, force: bool) -> tuple[Path, Path]:
+    """A key and a certificate (CN=`name`, checked first) signed by the CA in `folder`."""
+    ca_key, ca_cert = load_ca(folder)
+    key, cert = issue(ca_key, ca_cert, name, server=False, days=days)
+    out = prepare_dir(folder / "clients")
+    key_path, cert_path = out / f"{name}.key", out / f"{name}.crt"
+    if not force:
+        for path in (key_path, cert_path):
+            if path.exists():
+                raise TlsSetupError(f"{path} exists; give --force to replace it")
+    write_private(key_path, key_pem(key), force)
+    write_private(cert_path, cert_pem(cert), force, 0o644)
+    return key_path, cert_path
 
 
 def allow(clients: Path, name: str, folders: list[str]) -> list[str]:

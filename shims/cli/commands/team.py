@@ -1,26 +1,24 @@
-"""memnest-ctl share / sync: team memory through git (the daemon's daemon/team/)."""
+"""memnest-ctl share, sync: team memory through git (the daemon's daemon/team/)."""
 import argparse
 
+from ..common import Command, Failure, ToolResult, call, client, print_json
 
-def add_share(parser: argparse.ArgumentParser) -> None:
+
+def add_share_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("ids", type=int, nargs="+", metavar="ID", help="memory ids")
     parser.add_argument("--unshare", action="store_true",
                         help="stop sharing them: their files are removed (commit that)")
-    parser.set_defaults(run=cmd_share)
 
 
-def add_sync(parser: argparse.ArgumentParser) -> None:
+def add_sync_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all", action="store_true",
                         help="read every shared file, not only those that changed")
-    parser.set_defaults(run=cmd_sync)
 
 
-def cmd_share(args) -> None:
-    from .main import _call, _client, _print_json
-    arguments = {"ids": args.ids, "unshare": args.unshare}
-    result = _call(_client(), args, "memory_share", arguments)
+def cmd_share(args: argparse.Namespace) -> None:
+    result = call(client(), args, "memory_share", {"ids": args.ids, "unshare": args.unshare})
     if args.json:
-        _print_json(result)
+        print_json(result)
         return
     for m in result.get("memories", []):
         if args.unshare:
@@ -35,12 +33,19 @@ def cmd_share(args) -> None:
         print(f"next: {result['next']}")
 
 
-def cmd_sync(args) -> None:
-    from .main import Failure, _call, _client, _print_json
-    result = _call(_client(), args, "memory_sync", {"all": args.all})
+def cmd_sync(args: argparse.Namespace) -> None:
+    result = call(client(), args, "memory_sync", {"all": args.all})
     if args.json:
-        _print_json(result)
+        print_json(result)
         return
+    print_arrivals(result)
+    problems = result.get("problems") or []
+    if problems:
+        raise Failure(f"{len(problems)} shared file(s) could not be imported")
+
+
+def print_arrivals(result: ToolResult) -> None:
+    """What a sync brought in, what it could not, and what to do about it."""
     for key, label in (("came_in", "came in"), ("updated", "updated"),
                        ("merged", "merged"), ("deleted", "deleted"),
                        ("unshared", "unshared by a teammate (kept here, private)")):
@@ -68,4 +73,11 @@ def cmd_sync(args) -> None:
         for p in problems:
             print(f"  {p}")
         print(f"to fix: {result.get('how_to_fix', '')}")
-        raise Failure(f"{len(problems)} shared file(s) could not be imported")
+
+
+COMMANDS = (
+    Command("share", "share memories with the team through git (.memnest/shared/)", cmd_share,
+            add_arguments=add_share_arguments),
+    Command("sync", "bring teammates' shared memories in now, and say what came", cmd_sync,
+            add_arguments=add_sync_arguments),
+)

@@ -1,0 +1,191 @@
+"""memnest-ctl stats, store, relate, unrelate, keep-separate, search, stale: the memories of
+one workspace."""
+import argparse
+import sys
+
+from memnest_proto.contract import CATEGORIES
+
+from ..common import Command, ToolArguments, ToolResult, bounded, call, client, print_json
+
+
+def cmd_stats(args: argparse.Namespace) -> None:
+    stats = call(client(), args, "memory_stats", {})
+    if args.json:
+        print_json(stats)
+        return
+    health = stats["index_health"]
+    print(f"workspace  {stats['workspace']}")
+    print(f"database   {stats['database']}")
+    print(f"memories   {stats['memories']}  (topics {stats['topics']})")
+    if stats["categories"]:
+        print("categories " + ", ".join(f"{k} {v}" for k, v in stats["categories"].items()))
+    print(f"model      {stats['embedding_model']}")
+    print(f"indexes    {'healthy' if health['healthy'] else 'UNHEALTHY'} "
+          f"(vector {health['vector_indexed']}, keyword {health['keyword_indexed']} of "
+          f"{health['rows_in_database']})")
+
+
+def add_store_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("content", help="what to remember; '-' reads it from stdin")
+    parser.add_argument("--category", choices=CATEGORIES,
+                        help="what kind of memory (default: general)")
+    parser.add_argument("--tag", action="append", help="a tag (repeatable)")
+    parser.add_argument("--importance", type=bounded(1, 5), default=3, metavar="1-5",
+                        help="1 trivial .. 5 critical; ranks search results")
+    parser.add_argument("--keep-as-is", action="store_true",
+                        help="store it even if it reads like a listing, a log or chatter (the "
+                             "capture judge would refuse it)")
+
+
+def cmd_store(args: argparse.Namespace) -> None:
+    content = args.content if args.content != "-" else sys.stdin.read()
+    arguments: ToolArguments = {"content": content, "importance": args.importance}
+    if args.category:
+        arguments["category"] = args.category
+    if args.tag:
+        arguments["tags"] = args.tag
+    if args.keep_as_is:
+        arguments["keep_as_is"] = True
+    result = call(client(), args, "memory_store", arguments)
+    if args.json:
+        print_json(result)
+    else:
+        print(f"{result['status']}: memory {result['id']} (importance {result['importance']})")
+
+
+def add_relate_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("from_id", type=int, help="the memory the link starts at")
+    parser.add_argument("to_id", type=int, help="the memory it points to")
+    parser.add_argument("--type", help="related_to (default), supersedes (from replaces to) or "
+                                       "explains (from explains to)")
+
+
+def cmd_relate(args: argparse.Namespace) -> None:
+    arguments: ToolArguments = {"from_id": args.from_id, "to_id": args.to_id}
+    if args.type:
+        arguments["relationship"] = args.type.upper()
+    result = call(client(), args, "memory_relate", arguments)
+    if args.json:
+        print_json(result)
+        return
+    print(f"{result.get('status', 'done')}: {result.get('from_id', args.from_id)} "
+          f"-{result.get('relationship', args.type)}-> {result.get('to_id', args.to_id)}")
+
+
+def add_unrelate_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("from_id", type=int, help="the memory the links start at")
+    parser.add_argument("to_id", type=int, help="the memory they point to")
+    parser.add_argument("--type", help="only links of this type")
+    parser.add_argument("--both-directions", action="store_true",
+                        help="also the links from to_id to from_id")
+
+
+def cmd_unrelate(args: argparse.Namespace) -> None:
+    arguments: ToolArguments = {"from_id": args.from_id, "to_id": args.to_id,
+                                "both_directions": args.both_directions}
+    if args.type:
+        arguments["relationship"] = args.type.upper()
+    result = call(client(), args, "memory_unrelate", arguments)
+    if args.json:
+        print_json(result)
+        return
+    removed = result.get("removed") or []
+    print(f"removed {len(removed)} link(s)" + "".join(
+        f"\n  {r.get('from_id')} -{r.get('type')}-> {r.get('to_id')}" for r in removed
+        if isinstance(r, dict)))
+
+
+def add_keep_separate_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("ids", type=int, nargs="+", metavar="ID",
+                        help="two or more memory ids that dream must not merge")
+
+
+def cmd_keep_separate(args: argparse.Namespace) -> None:
+    result = call(client(), args, "memory_keep_separate", {"memory_ids": args.ids})
+    if args.json:
+        print_json(result)
+    else:
+        print(f"recorded: memories {', '.join(map(str, args.ids))} both hold; they are no "
+              "longer flagged or merged")
+
+
+def add_search_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("query", help="words or a question; matched by meaning and keywords")
+    parser.add_argument("--top-k", type=bounded(1, 100), default=10, metavar="1-100",
+                        help="results to show")
+    parser.add_argument("--global", dest="global_search", action="store_true",
+                        help="search every workspace in the database")
+
+
+def cmd_search(args: argparse.Namespace) -> None:
+    arguments: ToolArguments = {"query": args.query, "top_k": args.top_k}
+    if args.global_search:
+        arguments["global_search"] = True
+    result = call(client(), args, "memory_search", arguments)
+    if args.json:
+        print_json(result)
+        return
+    if not result["results"]:
+        print("no memories found")
+    for r in result["results"]:
+        tags = f" [{', '.join(r['tags'])}]" if r["tags"] else ""
+        print(f"{r['id']:>6}  {r['score']:.3f}  {r['content']}{tags}")
+        note = code_note(r.get("code") or {})
+        if note:
+            print(f"{'':>15}({note})")
+
+
+def code_note(code: ToolResult) -> str:
+    """One line about the code a search result cites, when it is not simply fresh."""
+    notes = []
+    if code.get("state") in ("changed", "deleted"):
+        stale = [a for a in code.get("anchors", []) if a.get("state") == code["state"]]
+        notes.append(f"code {code['state']}: " + ", ".join(a["cites"] for a in stale))
+    if code.get("branch"):
+        notes.append(f"from unmerged branch {code['branch']['written_on']}")
+    return "; ".join(notes)
+
+
+def add_stale_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--include-moved", action="store_true",
+                        help="also those whose code only moved (re-anchored by themselves)")
+
+
+def cmd_stale(args: argparse.Namespace) -> None:
+    arguments: ToolArguments = {"include_moved": True} if args.include_moved else {}
+    result = call(client(), args, "memory_stale", arguments)
+    if args.json:
+        print_json(result)
+        return
+    print(f"{result['stale']} of {result['anchored']} anchored memories cite code that "
+          "changed or went")
+    for f in result["files"]:
+        print(f"\n{f['path']}")
+        for m in f["memories"]:
+            detail = m.get("diff") or m.get("detail") or ""
+            print(f"  #{m['id']:<6} {m['state']:<8} {m['cites']}: {m['content']}")
+            if detail:
+                print(f"          {detail}")
+    if result["stale"]:
+        print("\nRead the code; for memories that still hold, refresh their anchors "
+              "(memory_update with refresh_anchors: true, several in one call); correct or "
+              "delete the others.")
+
+
+WRITING = (
+    Command("stats", "counts and index health of a workspace", cmd_stats),
+    Command("store", "remember something ('-' reads stdin)", cmd_store,
+            add_arguments=add_store_arguments),
+    Command("relate", "link two memories (what dream's review hints ask for)", cmd_relate,
+            add_arguments=add_relate_arguments),
+    Command("unrelate", "remove the links from one memory to another", cmd_unrelate,
+            add_arguments=add_unrelate_arguments),
+    Command("keep-separate", "record that memories which look alike all hold",
+            cmd_keep_separate, add_arguments=add_keep_separate_arguments),
+)
+READING = (
+    Command("search", "find memories", cmd_search, add_arguments=add_search_arguments),
+    Command("stale", "list memories whose cited code changed or went, by file", cmd_stale,
+            add_arguments=add_stale_arguments),
+)
+COMMANDS = WRITING + READING
