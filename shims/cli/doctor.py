@@ -6,9 +6,11 @@ or `FAIL`, what it found, and for a failure the command or change that fixes it.
 import os
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from memnest_proto import memnest_pb2 as pb
 from memnest_proto import paths
 from memnest_proto.version import PROTOCOL_VERSION, VERSION
 
@@ -28,7 +30,7 @@ class Finding:
         text = f"{'ok  ' if self.ok else 'FAIL'}  {self.check}: {self.detail}"
         return text + (f" — fix: {self.fix}" if self.fix and not self.ok else "")
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -113,7 +115,7 @@ def _socket_file(sock: Path, answering: bool, service_owned: bool = False) -> Fi
     return Finding(True, "socket", f"{sock}, mode {mode:o}")
 
 
-def _versions(status) -> Finding:
+def _versions(status: pb.StatusResponse) -> Finding:
     detail = (f"memnestd {status.version} (protocol {status.protocol_version}), memnest-ctl "
               f"{VERSION} (protocol {PROTOCOL_VERSION})")
     if status.protocol_version != PROTOCOL_VERSION:
@@ -128,7 +130,7 @@ def _versions(status) -> Finding:
     return Finding(True, "versions", detail)
 
 
-def _model(status) -> Finding:
+def _model(status: pb.StatusResponse) -> Finding:
     if not status.embedding_model or status.embedding_dim <= 0:
         return Finding(False, "model", "the daemon reports no embedding model",
                        "`memnest-ctl logs` shows the load error; then `memnest-ctl stop`")
@@ -143,7 +145,7 @@ def _model(status) -> Finding:
     return Finding(True, "model", detail)
 
 
-def _databases(client: DaemonClient, status) -> list[Finding]:
+def _databases(client: DaemonClient, status: pb.StatusResponse) -> list[Finding]:
     if not status.workspaces:
         return [Finding(True, "databases", "none open right now (each opens on first use)")]
     found = []
@@ -182,7 +184,7 @@ def _databases(client: DaemonClient, status) -> list[Finding]:
     return found
 
 
-def _log_file(status) -> Finding:
+def _log_file(status: pb.StatusResponse | None) -> Finding:
     path = Path(status.log_path) if status is not None and status.log_path else paths.log_file()
     if not path.exists():
         return Finding(True, "log", f"{path} (not written yet)")
@@ -242,7 +244,8 @@ def log_path() -> Path:
         pass
     finally:
         client.close()
-    return paths.log_file()
+    configured: Path = paths.log_file()
+    return configured
 
 
 def tail(path: Path, lines: int) -> list[str]:
@@ -259,7 +262,7 @@ def tail(path: Path, lines: int) -> list[str]:
     return text[-lines:] if lines > 0 else []
 
 
-def follow(path: Path, out, poll: float = 0.25) -> None:
+def follow(path: Path, out: Callable[[str], object], poll: float = 0.25) -> None:
     """Print what is appended to the log, across rotations, until interrupted."""
     f = open(path, "rb")  # noqa: SIM115 - reopened on rotation
     f.seek(0, os.SEEK_END)

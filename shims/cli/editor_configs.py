@@ -17,10 +17,14 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from memnest_proto.contract import DEFAULT_MODEL
 
 from ..client import DaemonClient
+
+# A config file as parsed: JSON (or Codex's TOML) objects of whatever the user put there.
+Document = dict[str, Any]
 
 # Keys of `env` that `config` decides; any other key a user put there is kept.
 MANAGED_ENV = ("MEMORY_WORKSPACE", "MEMORY_EMBEDDING_MODEL", "MEMNEST_SOCKET", "MEMNEST_LOG_FILE")
@@ -146,7 +150,7 @@ def _strip_jsonc(text: str) -> str:
     return _TRAILING_COMMA.sub(lambda m: m.group(1) or m.group(2), text)
 
 
-def load(path: Path) -> tuple[dict, bool]:
+def load(path: Path) -> tuple[Document, bool]:
     """The document and whether comments or trailing commas had to be dropped to read it."""
     text = path.read_text(encoding="utf-8-sig")
     if not text.strip():
@@ -171,8 +175,8 @@ class FilePlan:
     """A JSON file as it is and as it is to be."""
     path: Path
     exists: bool
-    before: dict
-    after: dict
+    before: Document
+    after: Document
     lenient: bool
 
     @property
@@ -182,7 +186,7 @@ class FilePlan:
     def text(self) -> str:
         return json.dumps(self.after, indent=2, ensure_ascii=False) + "\n"
 
-    def kept_others(self, written: dict) -> bool:
+    def kept_others(self, written: Document) -> bool:
         """Whether what this plan does not own reads back exactly as it was."""
         return True
 
@@ -198,14 +202,15 @@ class Plan(FilePlan):
     model_source: str
 
     @property
-    def entry(self) -> dict:
-        return self.after[self.client.servers_key][self.name]
+    def entry(self) -> Document:
+        entry: Document = self.after[self.client.servers_key][self.name]
+        return entry
 
     @property
     def others(self) -> list[str]:
         return [k for k in self.after.get(self.client.servers_key, {}) if k != self.name]
 
-    def kept_others(self, written: dict) -> bool:
+    def kept_others(self, written: Document) -> bool:
         key = self.client.servers_key
         kept = {k: v for k, v in (self.before.get(key) or {}).items() if k != self.name}
         return {k: v for k, v in written.get(key, {}).items() if k != self.name} == kept
@@ -261,7 +266,7 @@ def plan(client: str, workspace: Path, path: Path | None = None, name: str = "me
     return Plan(target, exists, before, after, lenient, spec, name, source)
 
 
-def _read(spec: ClientSpec, target: Path) -> tuple[dict, bool]:
+def _read(spec: ClientSpec, target: Path) -> tuple[Document, bool]:
     if spec.name != "codex":
         return load(target)
     from .codex_config import inline_entry, load_toml
@@ -380,83 +385,116 @@ class Check:
     fix: str = ""
 
 
+@dataclass(frozen=True)
+class _Checked:
+    """The entry `check` looks at, and what to run to set it right."""
+    spec: ClientSpec
+    target: Path
+    name: str
+    workspace: Path
+    rerun: str
+
+
 def check(client: str, workspace: Path, path: Path | None = None, name: str = "memnest",
           model: str | None = None) -> list[Check]:
     spec = CLIENTS[client]
-    target = path or spec.path(workspace)
     rerun = f"run `memnest-ctl config {client}`" + (f" in {workspace}" if spec.per_project
                                                      else "")
-    results: list[Check] = []
-    if not target.exists():
-        return [Check(False, "config file", f"{target} does not exist", rerun)]
-    try:
-        document, lenient = _read(spec, target)
-    except ConfigError as exc:
-        return [Check(False, "config file", str(exc).split("; fix")[0], "fix the file, then "
-                      + rerun)]
-    kind = "TOML" if client == "codex" else "JSON"
-    results.append(Check(True, "config file", f"{target} is valid {kind}"
-                         + (" (with comments)" if lenient else "")))
+    it = _Checked(spec, path or spec.path(workspace), name, workspace, rerun)
+    results, document = _check_file(it)
+    if document is None:
+        return results
     servers = document.get(spec.servers_key)
     entry = servers.get(name) if isinstance(servers, dict) else None
-    if not isinstance(entry, dict):
-        results.append(Check(False, "entry", f"no \"{name}\" under \"{spec.servers_key}\"", rerun))
-        return results
-    assert isinstance(servers, dict)
+    if not isinstance(servers, dict) or not isinstance(entry, dict):
+        return results + [Check(False, "entry", f"no \"{name}\" under \"{spec.servers_key}\"",
+                                rerun)]
     others = [k for k in servers if k != name]
     results.append(Check(True, "entry", f"\"{name}\" present"
                          + (f", beside {', '.join(others)}" if others else "")))
+    results += _check_shape(it, document, entry) + _check_command(it, entry.get("command", ""))
+    env: dict[str, object] = entry["env"] if isinstance(entry.get("env"), dict) else {}
+    return results + [_check_workspace(it, env.get("MEMORY_WORKSPACE")),
+                      _check_model(env.get("MEMORY_EMBEDDING_MODEL"), model, rerun)]
+
+
+def _check_file(it: _Checked) -> tuple[list[Check], Document | None]:
+    """Whether the file is there and parses; the document when it does."""
+    if not it.target.exists():
+        return [Check(False, "config file", f"{it.target} does not exist", it.rerun)], None
+    try:
+        document, lenient = _read(it.spec, it.target)
+    except ConfigError as exc:
+        return [Check(False, "config file", str(exc).split("; fix")[0], "fix the file, then "
+                      + it.rerun)], None
+    kind = "TOML" if it.spec.name == "codex" else "JSON"
+    return [Check(True, "config file", f"{it.target} is valid {kind}"
+                  + (" (with comments)" if lenient else ""))], document
+
+
+def _check_shape(it: _Checked, document: Document, entry: Document) -> list[Check]:
+    """The entry's type, and no second entry under a key this client does not read."""
+    found = []
+    spec, name = it.spec, it.name
     if spec.stdio_type and entry.get("type") != "stdio":
-        results.append(Check(False, "type", f"the entry's type is {entry.get('type')!r}, not "
-                             "\"stdio\": the editor would not start memnest-mcp", rerun))
+        found.append(Check(False, "type", f"the entry's type is {entry.get('type')!r}, not "
+                           "\"stdio\": the editor would not start memnest-mcp", it.rerun))
     stray = "mcpServers" if spec.servers_key != "mcpServers" else None
     if stray and isinstance(document.get(stray), dict) and name in document[stray]:
-        results.append(Check(False, "servers key", f"{target} also has \"{name}\" under "
-                             f"\"{stray}\", which {spec.title} does not read (it reads "
-                             f"\"{spec.servers_key}\")", f"remove \"{stray}\" from {target}"))
-    command = entry.get("command", "")
+        found.append(Check(False, "servers key", f"{it.target} also has \"{name}\" under "
+                           f"\"{stray}\", which {spec.title} does not read (it reads "
+                           f"\"{spec.servers_key}\")", f"remove \"{stray}\" from {it.target}"))
+    return found
+
+
+def _check_command(it: _Checked, command: str) -> list[Check]:
+    """The entry runs this install's memnest-mcp, by absolute path."""
+    found = []
     try:
-        expected = str(mcp_command())
+        expected: str | None = str(mcp_command())
     except ConfigError as exc:
         expected = None
-        results.append(Check(False, "memnest-mcp", str(exc), "install memnest"))
+        found.append(Check(False, "memnest-mcp", str(exc), "install memnest"))
     if not command or not Path(command).is_absolute():
-        results.append(Check(False, "command", f"{command!r} is not an absolute path; editors "
-                             "do not start servers from your shell's PATH", rerun))
+        found.append(Check(False, "command", f"{command!r} is not an absolute path; editors "
+                           "do not start servers from your shell's PATH", it.rerun))
     elif not (Path(command).is_file() and os.access(command, os.X_OK)):
-        results.append(Check(False, "command", f"{command} does not exist or is not "
-                             "executable", rerun))
+        found.append(Check(False, "command", f"{command} does not exist or is not "
+                           "executable", it.rerun))
     elif expected and command != expected:
-        results.append(Check(False, "command", f"{command} is not this install's memnest-mcp "
-                             f"({expected})", rerun))
+        found.append(Check(False, "command", f"{command} is not this install's memnest-mcp "
+                           f"({expected})", it.rerun))
     else:
-        results.append(Check(True, "command", command))
-    env: dict = entry["env"] if isinstance(entry.get("env"), dict) else {}
-    pinned = env.get("MEMORY_WORKSPACE")
-    if not spec.pins_workspace:
+        found.append(Check(True, "command", command))
+    return found
+
+
+def _check_workspace(it: _Checked, pinned: object) -> Check:
+    """Pinned to this project, or, for a file every project shares, not pinned at all."""
+    title = it.spec.title
+    if not it.spec.pins_workspace:
         if pinned:
-            results.append(Check(False, "workspace", f"pinned to {pinned}, but this file "
-                                 f"serves every project of {spec.title}", rerun))
-        else:
-            results.append(Check(True, "workspace", "the folder the editor runs in"))
-    elif pinned == str(workspace):
-        results.append(Check(True, "workspace", f"pinned to {pinned}"))
-    elif pinned:
-        results.append(Check(False, "workspace", f"pinned to {pinned}, not {workspace}", rerun))
-    else:
-        results.append(Check(False, "workspace", "not pinned (MEMORY_WORKSPACE)", rerun))
+            return Check(False, "workspace", f"pinned to {pinned}, but this file serves every "
+                         f"project of {title}", it.rerun)
+        return Check(True, "workspace", "the folder the editor runs in")
+    if pinned == str(it.workspace):
+        return Check(True, "workspace", f"pinned to {pinned}")
+    if pinned:
+        return Check(False, "workspace", f"pinned to {pinned}, not {it.workspace}", it.rerun)
+    return Check(False, "workspace", "not pinned (MEMORY_WORKSPACE)", it.rerun)
+
+
+def _check_model(has: object, model: str | None, rerun: str) -> Check:
+    """The entry names the model the existing databases were embedded with."""
     chosen, source = choose_model(model)
-    has = env.get("MEMORY_EMBEDDING_MODEL")
     if (has or None) == chosen:
-        results.append(Check(True, "model", f"{has or DEFAULT_MODEL} ({source})"))
-    elif source == "the default" and has:  # no daemon and no setting to compare with
-        results.append(Check(True, "model", f"{has} (set in the entry; no running memnestd "
-                             "to compare with)"))
-    else:
-        results.append(Check(False, "model", f"the entry names {has or 'the default model'}, "
-                             f"but {source} uses {chosen or DEFAULT_MODEL}: a daemon this entry "
-                             "starts would refuse the existing databases", rerun))
-    return results
+        return Check(True, "model", f"{has or DEFAULT_MODEL} ({source})")
+    if source == "the default" and has:  # no daemon and no setting to compare with
+        return Check(True, "model", f"{has} (set in the entry; no running memnestd to "
+                     "compare with)")
+    return Check(False, "model", f"the entry names {has or 'the default model'}, but {source} "
+                 f"uses {chosen or DEFAULT_MODEL}: a daemon this entry starts would refuse the "
+                 "existing databases", rerun)
 
 
 # -- keeping this machine's paths out of commits -------------------------------------------------
@@ -476,7 +514,7 @@ def keep_out_of_git(workspace: Path, written: list[Path]) -> list[str]:
     if not inside or not (workspace / ".git").exists():
         return []
 
-    def git(*args: str) -> subprocess.CompletedProcess:
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["git", "-C", str(workspace), *args], capture_output=True,
                               text=True, timeout=30)
     try:

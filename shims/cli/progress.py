@@ -1,12 +1,14 @@
 """Progress of a long daemon call, for a person at a terminal or for a log: a bar that redraws
 in place on a TTY, plain lines otherwise."""
 import sys
+from typing import TextIO
 
 
 class Progress:
+    """Called with (done, total, message) as the daemon reports; finish() ends the bar."""
     WIDTH = 30
 
-    def __init__(self, label: str, stream=None):
+    def __init__(self, label: str, stream: TextIO | None = None) -> None:
         self.label = label
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()

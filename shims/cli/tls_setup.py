@@ -10,13 +10,24 @@ Keys are written 0600 (never through a symlink, never over an existing file unle
 in a 0700 folder. `cryptography` is imported only by these commands; commands/tls.py
 reads their command lines and says what was written.
 """
+from __future__ import annotations
+
 import datetime
 import ipaddress
 import json
 import os
 import re
 import stat
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # cryptography is imported by the commands that use it, not at start
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+    # What signs memnest's certificates: tls init makes EC keys; an RSA CA signs as well.
+    IssuerKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
 
 DEFAULT_PORT = 7443
 CA_DAYS = 3650
@@ -85,30 +96,31 @@ def read_private(path: Path) -> bytes:
 
 # -- certificates --------------------------------------------------------------------------------
 
-def new_key():
+def new_key() -> ec.EllipticCurvePrivateKey:
     from cryptography.hazmat.primitives.asymmetric import ec
     return ec.generate_private_key(ec.SECP256R1())
 
 
-def key_pem(key) -> bytes:
+def key_pem(key: IssuerKey) -> bytes:
     from cryptography.hazmat.primitives import serialization
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                              serialization.NoEncryption())
 
 
-def cert_pem(cert) -> bytes:
+def cert_pem(cert: x509.Certificate) -> bytes:
     from cryptography.hazmat.primitives import serialization
     return cert.public_bytes(serialization.Encoding.PEM)
 
 
-def _name(common_name: str):
+def _name(common_name: str) -> x509.Name:
     from cryptography import x509
     from cryptography.x509.oid import NameOID
     return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "memnest"),
                       x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
 
-def make_ca(common_name: str = "memnest private CA", days: int = CA_DAYS):
+def make_ca(common_name: str = "memnest private CA",
+            days: int = CA_DAYS) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes
     key = new_key()
@@ -130,9 +142,10 @@ def make_ca(common_name: str = "memnest private CA", days: int = CA_DAYS):
     return key, cert
 
 
-def issue(ca_key, ca_cert, common_name: str, *, server: bool, hosts=(),
-          not_before: datetime.datetime | None = None,
-          not_after: datetime.datetime | None = None, days: int = CLIENT_DAYS):
+def issue(ca_key: IssuerKey, ca_cert: x509.Certificate, common_name: str, *, server: bool,
+          hosts: Iterable[str] = (), not_before: datetime.datetime | None = None,
+          not_after: datetime.datetime | None = None,
+          days: int = CLIENT_DAYS) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
     """A leaf certificate signed by the CA: a server's (SANs `hosts`) or a client's."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes
@@ -166,11 +179,16 @@ def issue(ca_key, ca_cert, common_name: str, *, server: bool, hosts=(),
     return key, builder.sign(ca_key, hashes.SHA256())
 
 
-def load_ca(folder: Path):
+def load_ca(folder: Path) -> tuple[IssuerKey, x509.Certificate]:
     from cryptography import x509
     from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
     ca_cert = x509.load_pem_x509_certificate(read_private(folder / "ca.crt"))
     ca_key = serialization.load_pem_private_key(read_private(folder / "ca.key"), password=None)
+    if not isinstance(ca_key, (ec.EllipticCurvePrivateKey, rsa.RSAPrivateKey)):
+        raise TlsSetupError(f"{folder / 'ca.key'} holds a {type(ca_key).__name__}, which "
+                            "cannot sign these certificates: make the CA with `memnest-ctl "
+                            "tls init`")
     return ca_key, ca_cert
 
 
