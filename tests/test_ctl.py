@@ -100,6 +100,27 @@ def test_store_and_search_human(run):
     assert again == f"duplicate: memory {memory_id} (importance 5)\n"
 
 
+def test_show_reads_one_memory_in_full_and_says_what_replaced_it(run):
+    old = ok(run("store", "Releases are cut from the develop branch", "--json"))
+    new = ok(run("store", "Releases are cut from main since the 2026 switch", "--tag", "release",
+                 "--json"))
+    old_id, new_id = json.loads(old)["id"], json.loads(new)["id"]
+    ok(run("relate", str(new_id), str(old_id), "--type", "supersedes"))
+
+    shown = ok(run("show", str(old_id)))
+    assert shown.startswith(f"memory {old_id}  general, importance 3, private\n"), shown
+    assert f"replaced by {new_id}" in shown, shown
+    assert shown.rstrip().endswith("Releases are cut from the develop branch"), shown
+    assert "via      cli" in shown, shown
+    newer = ok(run("show", str(new_id)))
+    assert "tags     release" in newer and f"replaces {old_id}" in newer, newer
+    assert json.loads(ok(run("show", str(new_id), "--json")))["supersedes"] == [old_id]
+
+    missing = one_line_failure(run("show", "999999"))
+    assert "no memory with id 999999" in missing, missing
+    assert run("show", "0").returncode == 2 and run("show", "x").returncode == 2
+
+
 def test_store_refuses_a_listing_unless_kept_as_is(run):
     listing = "src/app.py\nsrc/db.py\nsrc/jobs/sync.py\ntests/test_sync.py\nREADME.md"
     refused = run("store", listing)

@@ -1,5 +1,5 @@
-"""memnest-ctl stats, store, relate, unrelate, keep-separate, search, stale: the memories of
-one workspace."""
+"""memnest-ctl stats, store, relate, unrelate, keep-separate, search, show, stale: the memories
+of one workspace."""
 import argparse
 import sys
 
@@ -135,6 +135,37 @@ def cmd_search(args: argparse.Namespace) -> None:
             print(f"{'':>15}({note})")
 
 
+def add_show_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("id", type=bounded(1, 2**53 - 1), help="the memory's id")
+
+
+def cmd_show(args: argparse.Namespace) -> None:
+    m = call(client(), args, "memory_get", {"id": args.id})
+    if args.json:
+        print_json(m)
+        return
+    tags = ", ".join(m.get("tags") or []) or "none"
+    print(f"memory {m['id']}  {m['category']}, importance {m['importance']}, "
+          f"{m.get('scope', 'private')}")
+    print(f"tags     {tags}")
+    print(f"written  {m['created_at']}, updated {m['updated_at']}")
+    origin = m.get("origin") or {}
+    if origin.get("via"):
+        by = f" by {origin['client']}" if origin.get("client") else ""
+        print(f"via      {origin['via']}{by}")
+    for label, key in (("replaced by", "superseded_by"), ("replaces", "supersedes"),
+                       ("kept apart from", "kept_separate_from")):
+        if m.get(key):
+            print(f"{label} {', '.join(str(i) for i in m[key])}")
+    for c in m.get("conflicts") or []:
+        print(f"may contradict {c.get('memory_id')}")
+    note = code_note(m.get("code") or {})
+    if note:
+        print(note)
+    print()
+    print(m["content"])
+
+
 def code_note(code: ToolResult) -> str:
     """One line about the code a search result cites, when it is not simply fresh."""
     notes = []
@@ -185,6 +216,8 @@ WRITING = (
 )
 READING = (
     Command("search", "find memories", cmd_search, add_arguments=add_search_arguments),
+    Command("show", "read one memory in full, with what replaced it and what it may "
+            "contradict", cmd_show, add_arguments=add_show_arguments),
     Command("stale", "list memories whose cited code changed or went, by file", cmd_stale,
             add_arguments=add_stale_arguments),
 )
