@@ -3,7 +3,7 @@ settings, the model, who asks, and the ways to report progress or learn the call
 The tools' ToolContext is one; tests build their own."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Iterable, Protocol
 
 from ..core.config import Settings
 from ..core.records import Origin
@@ -29,3 +29,11 @@ class CallContext(Protocol):
 
     def check_still_wanted(self) -> None:
         """Raise before a write when the caller will never learn its result."""
+
+
+class Reach(Protocol):
+    """The workspaces a remote caller may see (tools' Confinement is one); a local caller
+    has none."""
+
+    def hides_any(self, workspaces: Iterable[str]) -> bool:
+        """Some of these workspaces are not this caller's to see."""

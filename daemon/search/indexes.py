@@ -7,6 +7,7 @@ drift from the database.
 import math
 import re
 import threading
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 import tantivy
@@ -167,12 +168,12 @@ class VectorIndex:
         """The row of each of `ids` (-1: no vector)."""
         return self._row_of[np.where((ids > 0) & (ids < len(self._row_of)), ids, 0)]
 
-    def search(self, query: np.ndarray, allowed: set[int] | None,
+    def search(self, query: np.ndarray, allowed: AbstractSet[int] | None,
                k: int) -> list[tuple[int, float]]:
         """The k most similar memories among `allowed` (all when None), best first."""
         return self.search_many(query[None, :], allowed, k)[0]
 
-    def search_many(self, queries: np.ndarray, allowed: set[int] | None, k: int,
+    def search_many(self, queries: np.ndarray, allowed: AbstractSet[int] | None, k: int,
                     min_score: float = -1.0) -> list[list[tuple[int, float]]]:
         """search() for each row of `queries`, from one pass over the matrix; only scores of
         at least `min_score` (a high floor skips most of the sorting)."""
@@ -220,7 +221,7 @@ class VectorIndex:
             out.extend(top_hits(ids[reach], exact[None, :], k, min_score))
         return out
 
-    def _scope(self, allowed: set[int] | None) -> tuple[np.ndarray, np.ndarray | None]:
+    def _scope(self, allowed: AbstractSet[int] | None) -> tuple[np.ndarray, np.ndarray | None]:
         """The ids in scope and their rows (None: every row)."""
         ids = self._ids[:len(self._row)]
         if allowed is None:
@@ -240,7 +241,7 @@ class Scores:
         self._all = None if index.bounded() else \
             index._matrix[:len(index)] @ self._query
 
-    def best(self, allowed: set[int] | None, k: int) -> list[tuple[int, float]]:
+    def best(self, allowed: AbstractSet[int] | None, k: int) -> list[tuple[int, float]]:
         """The k most similar ids among `allowed` (all when None), best first."""
         if k <= 0:
             return []

@@ -1,11 +1,12 @@
-"""Argument schemas and checks shared by the tools."""
-from typing import Any
+"""Argument schemas and checks shared by the tools, and the notes a memory is shown with."""
+from typing import Any, Mapping
 
 from memnest_proto.contract import CATEGORIES
 
 from ..core.anchors import MAX_ANCHORS
 from ..core.errors import invalid
 from ..core.records import Memory
+from ..operations.recall import Notes
 from .registry import ToolContext
 
 MAX_IDS = 500
@@ -73,7 +74,7 @@ ITEM: dict[str, Any] = {
 }
 
 
-def one_or_many(args: dict, single: str, many: str) -> tuple[list, bool]:
+def one_or_many(args: Mapping[str, Any], single: str, many: str) -> tuple[list[Any], bool]:
     """Tools take either one thing or a list of them; exactly one of the two."""
     if (single in args) == (many in args):
         raise invalid(f"give either `{single}` or `{many}`, not both and not neither")
@@ -82,9 +83,25 @@ def one_or_many(args: dict, single: str, many: str) -> tuple[list, bool]:
     return list(args[many]), True
 
 
-def preview_chars(ctx: ToolContext, args: dict) -> int:
-    return args.get("preview_chars", ctx.settings.max_content_preview)
+def preview_chars(ctx: ToolContext, args: Mapping[str, Any]) -> int:
+    chars: int = args.get("preview_chars", ctx.settings.max_content_preview)
+    return chars
 
 
 def visible(ctx: ToolContext, m: Memory | None) -> bool:
     return m is not None and m.workspace == ctx.workspace
+
+
+def noted(item: dict[str, Any], notes: Notes) -> dict[str, Any]:
+    """A memory's JSON with what an agent should know about it (operations/recall.py's
+    Notes): what replaced it, what it conflicts with, whether it tries to instruct."""
+    if notes.supersession_cycle:
+        item["supersession_cycle"] = notes.supersession_cycle
+    elif notes.superseded_by:
+        item["superseded"] = True
+        item["superseded_by"] = notes.superseded_by
+    if notes.conflicts:
+        item["conflicts"] = notes.conflicts
+    if notes.untrusted:
+        item["untrusted_content"] = notes.untrusted
+    return item

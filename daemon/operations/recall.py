@@ -1,0 +1,275 @@
+"""Recall: a search's whole ranking chain (rank, graph boost, superseded demotion, code
+checks, conflicts, annotations) as one `Page`, memories read by id, and memories listed
+without ranking. Each reads under one read lock and re-anchors code that only moved after it."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+from ..core.errors import invalid
+from ..core.records import Memory, normalise_tags
+from ..curation.conflicts import conflicts, with_resolutions
+from ..curation.freshness import Freshness
+from ..curation.screening import flag
+from ..search.graph_signal import boost
+from ..search.ranking import Ranked, SearchFilter, demote_superseded, rank
+from ..store.store import MemoryStore
+from .code_checks import Checks, check_code, follow_moved_code, rank_by_code
+from .context import CallContext, Reach
+
+Conflict = dict[str, Any]  # one conflict flag, as curation/conflicts.py reports it
+
+
+@dataclass(frozen=True)
+class Notes:
+    """What an agent should know about a memory it is shown: what replaced it (or the
+    SUPERSEDES cycle it is caught in), what it conflicts with, whether its text tries to
+    instruct the agent (curation/screening.py's flag)."""
+    superseded_by: list[int]
+    supersession_cycle: list[int] | None
+    conflicts: list[Conflict]
+    untrusted: dict[str, Any] | None
+
+
+def notes_on(store: MemoryStore, m: Memory, found: list[Conflict] | None) -> Notes:
+    """The Notes of `m`; `found`: its conflicts, from conflicts(). Read lock held."""
+    graph = store.graph
+    untrusted = flag({}, m.content, store.screened).get("untrusted_content")
+    return Notes(graph.superseded_by(m.id), graph.supersession_cycle(m.id), found or [],
+                 untrusted)
+
+
+# -- search ----------------------------------------------------------------------------------
+
+Fusion = Literal["context", "legacy", "rrf"]  # core/config.py's FUSION_MODES
+
+
+@dataclass(frozen=True)
+class Query:
+    """What a search asks. None: the setting's default (MEMORY_SEARCH_LIMIT, MEMORY_FUSION)."""
+    text: str
+    top_k: int | None = None
+    offset: int = 0
+    category: str | None = None
+    tags: list[str] = field(default_factory=list)
+    min_importance: int = 1
+    via: str | None = None
+    client: str | None = None
+    everywhere: bool = False  # every workspace of the database
+    explain: bool = False
+    fusion: str | None = None
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One memory of a page: as it was when shown, its score, what the score is made of
+    (explain only), the check of its cited code and its Notes."""
+    memory: Memory
+    score: float
+    parts: dict[str, float] | None
+    code: Freshness | None
+    notes: Notes
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a search. `census`: what the search considered (explain only);
+    `narrowed`: a global search kept to the workspace, since the caller may not see the
+    others."""
+    hits: list[Hit]
+    offset: int
+    has_more: bool
+    everywhere: bool
+    narrowed: bool
+    census: dict[str, Any] | None
+
+    @property
+    def any_conflicts(self) -> bool:
+        return any(h.notes.conflicts for h in self.hits)
+
+
+@dataclass
+class _Ask:
+    """A Query with its defaults filled in and its filter built."""
+    query: Query
+    top_k: int
+    mode: str
+    graph_weight: float
+    flt: SearchFilter
+
+
+def search(ctx: CallContext, query: Query, reach: Reach | None = None) -> Page:
+    """The page of memories that best answer `query`, ranked and checked."""
+    text = query.text.strip()
+    if not text:
+        raise invalid("query is empty or only whitespace")
+    settings = ctx.settings
+    ask = _Ask(query, query.top_k or settings.search_limit, query.fusion or settings.fusion,
+               settings.dream.graph_weight, SearchFilter(
+                   workspace=None if query.everywhere else ctx.workspace,
+                   category=query.category, tags=normalise_tags(query.tags),
+                   min_importance=query.min_importance, via=query.via, client=query.client))
+    query_vector = ctx.embedder.embed_one(text)  # outside the lock
+    store = ctx.store
+    with store.reading():
+        narrowed = query.everywhere and reach is not None and reach.hides_any(
+            w for w, n in store.per_workspace.items() if n > 0)
+        if narrowed:  # a remote caller sees only the workspaces it may use
+            ask.flt.workspace = ctx.workspace
+        page, code = _ranked_page(ctx, ask, text, query_vector)
+    follow_moved_code(store, code)
+    return Page(page.hits, query.offset, page.has_more, query.everywhere and not narrowed,
+                narrowed, page.census)
+
+
+@dataclass(frozen=True)
+class _Ranking:
+    hits: list[Hit]
+    has_more: bool
+    census: dict[str, Any] | None
+
+
+def _ranked_page(ctx: CallContext, ask: _Ask, text: str,
+                 query_vector: Any) -> tuple[_Ranking, Checks]:
+    """Rank, boost by the graph, demote what was superseded, then what cites changed code;
+    the page with its conflicts and notes. Read lock held."""
+    store, settings, offset = ctx.store, ctx.settings, ask.query.offset
+    census: dict[str, Any] | None = {} if ask.query.explain else None  # counted when asked
+    pool = max(settings.search_candidates, offset + ask.top_k)
+    ranked = rank(store, text, query_vector, ask.flt, pool=pool, mode=ask.mode,
+                  rrf_k=settings.rrf_k, census=census)
+    ranked = demote_superseded(store.graph, boost(ranked, store.signal, ask.graph_weight))
+    if census is not None:
+        census = explain_meta(store, census, ranked, ask.flt, ask.mode, ask.graph_weight)
+    ranked, code = rank_by_code(ranked, offset + ask.top_k)
+    page = ranked[offset:offset + ask.top_k]
+    store.record_access(r.memory.id for r in page)
+    flagged = conflicts(store, [r.memory for r in page], settings, ctx.workspace)
+    hits = [_hit(store, r, code, flagged.get(r.memory.id), ask.query.explain) for r in page]
+    return _Ranking(hits, offset + ask.top_k < len(ranked), census), code
+
+
+def _hit(store: MemoryStore, r: Ranked, code: Checks, found: list[Conflict] | None,
+         explain: bool) -> Hit:
+    return Hit(r.memory.copy(), r.score, dict(r.parts) if explain else None,
+               code.get(r.memory.id), notes_on(store, r.memory, found))
+
+
+def explain_meta(store: MemoryStore, census: dict[str, Any], ranked: list[Ranked],
+                 flt: SearchFilter, mode: str, graph_weight: float) -> dict[str, Any]:
+    """The search's census (ranking.search_census) with what the steps after ranking did:
+    the fusion mode, the filters applied, the graph channel and superseded memories."""
+    graph, signal = store.graph, store.signal
+    filters = {"category": flt.category, "tags": flt.tags or None,
+               "min_importance": flt.min_importance if flt.min_importance > 1 else None,
+               "via": flt.via, "client": flt.client}
+    candidates = dict(census.pop("candidates", {}))
+    candidates["graph"] = sum(1 for r in ranked if r.memory.id in signal) \
+        if graph_weight > 0 and signal else 0
+    return {
+        "fusion": mode,
+        "scope": "global" if flt.workspace is None else "workspace",
+        **census,
+        "candidates": candidates,
+        "filters": {k: v for k, v in filters.items() if v is not None},
+        "superseded_demoted": sum(1 for r in ranked if graph.superseded_by(r.memory.id)
+                                  and not graph.supersession_cycle(r.memory.id)),
+        "ranked": len(ranked),
+    }
+
+
+# -- get -------------------------------------------------------------------------------------
+
+Edge = dict[str, Any]  # type, from_id, to_id (store/graph.py)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A memory read by id, in full: its Notes (conflicts with the calls that settle them),
+    its code check and its links."""
+    memory: Memory
+    notes: Notes
+    code: Freshness | None
+    edges: list[Edge] | None  # None: not asked for
+    supersedes: list[int]
+    kept_separate_from: list[int]
+
+
+@dataclass(frozen=True)
+class Fetched:
+    shown: list[Shown]
+    missing: list[int]  # ids not in this workspace
+
+
+def get(ctx: CallContext, ids: list[int], edges: bool = True) -> Fetched:
+    """The memories of the workspace with these ids (each once, in the order asked)."""
+    store = ctx.store
+    asked = list(dict.fromkeys(ids))
+    with store.reading():
+        wanted = [i for i in asked if _visible(store.catalog.get(i), ctx.workspace)]
+        store.record_access(wanted)
+        memories = [store.catalog[i] for i in wanted]
+        flagged = conflicts(store, memories, ctx.settings, ctx.workspace)
+        code = check_code(memories)
+        shown = [_shown(store, m, code, flagged.get(m.id, []), edges) for m in memories]
+    follow_moved_code(store, code)
+    return Fetched(shown, [i for i in asked if i not in wanted])
+
+
+def _shown(store: MemoryStore, m: Memory, code: Checks, found: list[Conflict],
+           edges: bool) -> Shown:
+    graph = store.graph
+    return Shown(m.copy(), notes_on(store, m, with_resolutions(m.id, found)), code.get(m.id),
+                 graph.of(m.id) if edges else None, graph.supersedes(m.id),
+                 graph.separate_from(m.id))
+
+
+def _visible(m: Memory | None, workspace: str) -> bool:
+    return m is not None and m.workspace == workspace
+
+
+# -- list ------------------------------------------------------------------------------------
+
+Order = Literal["recent", "created", "importance", "accessed"]
+ORDERS: dict[str, Callable[[Memory], tuple[Any, ...]]] = {
+    "recent": lambda m: (m.updated_at, m.id),
+    "created": lambda m: (m.created_at, m.id),
+    "importance": lambda m: (m.importance, m.updated_at, m.id),
+    "accessed": lambda m: (m.access_count, m.updated_at, m.id),
+}
+
+
+@dataclass(frozen=True)
+class Listing:
+    memories: list[Memory]
+    total: int  # memories the filter admits
+    offset: int
+    has_more: bool
+
+
+@dataclass(frozen=True)
+class ListAsk:
+    """What memory_list asks. None: MEMORY_LIST_LIMIT."""
+    order_by: Order = "recent"
+    category: str | None = None
+    topic: str | None = None
+    min_importance: int = 1
+    via: str | None = None
+    client: str | None = None
+    limit: int | None = None
+    offset: int = 0
+
+
+def list_memories(ctx: CallContext, ask: ListAsk) -> Listing:
+    """The workspace's memories the filter admits, in `order_by` order, one page of them."""
+    limit = ask.limit or ctx.settings.list_limit
+    topic = normalise_tags([ask.topic])[0] if (ask.topic or "").strip() else None
+    flt = SearchFilter(workspace=ctx.workspace, category=ask.category,
+                       tags=[topic] if topic else [], min_importance=ask.min_importance,
+                       via=ask.via, client=ask.client)
+    store = ctx.store
+    with store.reading():
+        rows = [m for m in store.in_scope(ctx.workspace) if flt.admits(m)]
+    rows.sort(key=ORDERS[ask.order_by], reverse=True)
+    return Listing(rows[ask.offset:ask.offset + limit], len(rows), ask.offset,
+                   ask.offset + limit < len(rows))

@@ -1,0 +1,175 @@
+"""Revise: memory_update's work. Each change is admitted, its new text embedded, and the
+memory rewritten (content re-hashed, fields replaced, code anchors re-found or refreshed)
+in one commit; a change of scope shares or unshares it after."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..core.anchors import CodeContext
+from ..core.errors import invalid, not_found
+from ..core.records import Memory, content_hash, normalise_tags, utcnow
+from ..curation.freshness import refreshed, written_context
+from ..store.changes import Changes
+from ..store.store import MemoryStore
+from .admitting import LeftOut, clean_tags, private_free
+from .context import CallContext
+from .remember import Scope
+from .sharing import check_shareable, merge_sharing, share_after_write
+
+Staged = dict[int, tuple[Memory, "np.ndarray | None"]]  # memory id -> as it is to be
+
+
+@dataclass
+class Change:
+    """One memory's change; None: that field stays as it is."""
+    id: int
+    content: str | None = None
+    category: str | None = None
+    tags: list[str] | None = None
+    importance: int | None = None
+    scope: Scope | None = None
+    anchors: list[dict[str, Any]] | None = None  # replace the explicit anchors ([]: none)
+    refresh_anchors: bool | None = None  # True: re-capture every anchor as the code reads now
+
+    @property
+    def empty(self) -> bool:
+        return self.only_scope and self.scope is None
+
+    @property
+    def only_scope(self) -> bool:
+        return (self.content is None and self.category is None and self.tags is None
+                and self.importance is None and self.anchors is None
+                and self.refresh_anchors is None)
+
+    @property
+    def touches_code(self) -> bool:
+        return (self.content is not None or self.anchors is not None
+                or self.refresh_anchors is not None)
+
+
+@dataclass(frozen=True)
+class Result:
+    """What became of one change: `updated` or `not_found`; the anchors a change of code
+    left, and what was dropped on a refresh."""
+    id: int
+    status: str
+    anchors: list[str] | None = None
+    anchor_notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Revised:
+    results: list[Result]
+    updated: list[Memory]  # as the call left them, in the order of the results
+    sharing: dict[str, Any]
+    left_out: LeftOut
+
+
+def revise(ctx: CallContext, changes: list[Change], batch: bool) -> Revised:
+    """Apply `changes` in one commit (a one-change call, unless `batch`: a memory not found
+    is then an error)."""
+    left_out = _admit(ctx, changes, batch)
+    texts = [c.content for c in changes if c.content is not None]
+    vectors = iter(ctx.embedder.embed(texts)) if texts else iter(())
+    new_vectors = [next(vectors) if c.content is not None else None for c in changes]
+    store = ctx.store
+    with store.writing():
+        results, staged, scoped = _stage(ctx, changes, new_vectors, batch)
+        if scoped:  # refused before anything is written when a secret would be shared
+            check_shareable(store, [i for i, sc in scoped.items() if sc == "shared"], staged)
+        if staged:
+            store.commit(Changes(updated=list(staged.values())))
+        sharing = _share(store, ctx.workspace, scoped)
+        updated = [store.catalog[r.id].copy() for r in results if r.status == "updated"]
+    return Revised(results, updated, sharing, left_out)
+
+
+def _admit(ctx: CallContext, changes: list[Change], batch: bool) -> LeftOut:
+    """Refuse a change of nothing; take private text and secrets out of texts and tags."""
+    left_out = LeftOut()  # private text and secrets, never stored (curation/privacy.py)
+    for n, change in enumerate(changes):
+        where = f"updates.{n}" if batch else "arguments"
+        if change.empty:
+            raise invalid(f"{where}: nothing to change; give content, category, tags, scope, "
+                          "importance, anchors or refresh_anchors")
+        if change.content is not None:
+            change.content = private_free(change.content, where,
+                                          ctx.settings.max_store_chars, left_out)
+        if change.tags is not None:
+            change.tags = clean_tags(change.tags, where, left_out)
+    return left_out
+
+
+def _stage(ctx: CallContext, changes: list[Change], vectors: list[np.ndarray | None],
+           batch: bool) -> tuple[list[Result], Staged, dict[int, Scope]]:
+    """Each memory as its changes leave it (several changes of one memory build on each
+    other), and the scope asked for each. Write lock held."""
+    store = ctx.store
+    now = utcnow()
+    results: list[Result] = []
+    staged: Staged = {}
+    scoped: dict[int, Scope] = {}
+    for change, vector in zip(changes, vectors):
+        current = staged[change.id][0] if change.id in staged else store.catalog.get(change.id)
+        if current is None or current.workspace != ctx.workspace:
+            if not batch:
+                raise not_found(f"no memory with id {change.id} in this workspace")
+            results.append(Result(change.id, "not_found"))
+            continue
+        if change.scope is not None:
+            scoped[change.id] = change.scope
+        if change.only_scope:  # only its scope: shared or unshared after the commit
+            results.append(Result(change.id, "updated"))
+            continue
+        m = rewritten(current.copy(updated_at=now), change, store.model)
+        result = recode(ctx.workspace, m, change, f"updates.{len(results)}." if batch else "")
+        previous_vector = staged[change.id][1] if change.id in staged else None
+        staged[change.id] = (m, vector if vector is not None else previous_vector)
+        results.append(result)
+    return results, staged, scoped
+
+
+def rewritten(m: Memory, change: Change, model: str) -> Memory:
+    """`m` (a copy) with the change's fields: new content re-hashed, marked as embedded by
+    `model`."""
+    if change.content is not None:
+        m.content, m.content_hash = change.content, content_hash(change.content)
+        m.embedding_model = model
+    if change.category is not None:
+        m.category = change.category
+    if change.tags is not None:
+        m.tags = normalise_tags(change.tags)
+    if change.importance is not None:
+        m.importance = change.importance
+    return m
+
+
+def recode(workspace: str, m: Memory, change: Change, where: str) -> Result:
+    """The memory's code context after this change: anchors given replace the explicit ones,
+    new content is searched for citations again, and `refresh_anchors` re-captures every
+    anchor as the code reads now. Sets `m.code`; returns what the caller should hear."""
+    if not change.touches_code:
+        return Result(m.id, "updated")
+    context = CodeContext.parse(m.code)
+    if change.anchors is not None or change.content is not None:
+        context = written_context(workspace, m.content, change.anchors, keep=context,
+                                  where=where)
+    notes: list[str] = []
+    if change.refresh_anchors:
+        context, notes = refreshed(workspace, context)
+    m.code = context.to_json()
+    return Result(m.id, "updated", [a.where for a in context.anchors], notes)
+
+
+def _share(store: MemoryStore, workspace: str, scoped: dict[int, Scope]) -> dict[str, Any]:
+    """Share, then unshare, the memories whose scope the call set. Write lock held."""
+    sharing: dict[str, Any] = {}
+    for scope in ("shared", "private"):
+        ids = [i for i, sc in scoped.items() if sc == scope]
+        if ids:
+            sharing = merge_sharing(sharing, share_after_write(
+                store, workspace, [store.catalog[i] for i in ids], scope == "shared"))
+    return sharing
