@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
+import numpy as np
+
 from ..core.errors import invalid
 from ..core.records import Memory, normalise_tags
 from ..curation.conflicts import conflicts, with_resolutions
@@ -57,7 +59,7 @@ class Query:
     client: str | None = None
     everywhere: bool = False  # every workspace of the database
     explain: bool = False
-    fusion: str | None = None
+    fusion: Fusion | None = None
 
 
 @dataclass(frozen=True)
@@ -130,7 +132,7 @@ class _Ranking:
 
 
 def _ranked_page(ctx: CallContext, ask: _Ask, text: str,
-                 query_vector: Any) -> tuple[_Ranking, Checks]:
+                 query_vector: np.ndarray) -> tuple[_Ranking, Checks]:
     """Rank, boost by the graph, demote what was superseded, then what cites changed code;
     the page with its conflicts and notes. Read lock held."""
     store, settings, offset = ctx.store, ctx.settings, ask.query.offset

@@ -120,7 +120,7 @@ def _admit(ctx: CallContext, entries: list[Entry], batch: bool) -> _Admitted:
     return out
 
 
-def restatements(store: MemoryStore, workspace: str, items: list[Item], vectors: list[Any],
+def restatements(store: MemoryStore, workspace: str, items: list[Item], vectors: list[np.ndarray],
                  judged: list[int], settings: Settings) -> dict[int, int]:
     """Items (of `judged`) that only say again what an existing memory says (capture.restated),
     by item index: the memory each restates. Only a memory a merge could join: of the
@@ -144,7 +144,7 @@ def restatements(store: MemoryStore, workspace: str, items: list[Item], vectors:
     return out
 
 
-def ingest_items(ctx: CallContext, items: list[Item], vectors: list[Any],
+def ingest_items(ctx: CallContext, items: list[Item], vectors: list[np.ndarray],
                  twins: dict[int, int]) -> list[Outcome]:
     """ingest() the items, the restatements (`twins`) last, each as an exact duplicate of
     the memory it restates (its importance raised, as for the same text stored again):

@@ -19,7 +19,7 @@ from .context import CallContext
 from .remember import Scope
 from .sharing import check_shareable, merge_sharing, share_after_write
 
-Staged = dict[int, tuple[Memory, "np.ndarray | None"]]  # memory id -> as it is to be
+Staged = dict[int, tuple[Memory, np.ndarray | None]]  # memory id -> as it is to be
 
 
 @dataclass

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..core.errors import invalid
 from ..core.records import Memory
 from ..store.store import MemoryStore
@@ -11,7 +13,7 @@ from ..team import sync as team
 
 
 def check_shareable(store: MemoryStore, ids: list[int],
-                    staged: dict[int, tuple[Memory, Any]]) -> None:
+                    staged: dict[int, tuple[Memory, np.ndarray | None]]) -> None:
     """Refuse (before anything is written) to share a memory holding a secret. `staged`:
     memories as an update is about to leave them."""
     memories = [staged[i][0] if i in staged else store.catalog[i] for i in ids]

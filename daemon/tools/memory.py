@@ -10,8 +10,8 @@ from ..curation.conflicts import SEARCH_CONFLICTS_HINT
 from ..curation.ingest import BRIEF_CONFLICTS_HINT
 from ..operations import recall
 from ..operations.forget import forget
-from ..operations.recall import ORDERS, Hit, ListAsk, Page, Query, Shown
-from ..operations.remember import Entry, Remembered, remember
+from ..operations.recall import ORDERS, Fusion, Hit, ListAsk, Order, Page, Query, Shown
+from ..operations.remember import Entry, Remembered, Scope, remember
 from ..operations.revise import Change, Result, Revised, revise
 from .code import code_view
 from .common import (
@@ -45,7 +45,7 @@ class StoreItemArgs(TypedDict, total=False):
     importance: int
     anchors: list[dict[str, Any]]
     auto_anchor: bool
-    scope: Any  # "private" | "shared"
+    scope: Scope
     keep_as_is: bool
 
 
@@ -136,7 +136,7 @@ class SearchArgs(TypedDict, total=False):
     client: str
     preview_chars: int
     explain: bool
-    fusion: str
+    fusion: Fusion
 
 
 @tool("memory_search",
@@ -247,7 +247,7 @@ def _shown_view(shown: Shown) -> JSON:
 
 
 class ListArgs(TypedDict, total=False):
-    order_by: Any  # one of ORDERS
+    order_by: Order
     category: str
     topic: str
     min_importance: int
@@ -294,7 +294,7 @@ class UpdateItemArgs(TypedDict, total=False):
     category: str
     tags: list[str]
     importance: int
-    scope: Any  # "private" | "shared"
+    scope: Scope
     anchors: list[dict[str, Any]]
     refresh_anchors: bool
 
