@@ -50,6 +50,19 @@ def test_a_batch_refuses_chatter_in_place_and_stores_the_rest(ctx):
         [LESSON, OTHER, PROGRESS + " Kept."])
 
 
+def test_a_restatement_is_folded_into_the_memory_it_says_again(ctx):
+    memory = "Deploys go out on Tuesdays after the standup, from the release branch."
+    (first,) = remember(ctx, [Entry(memory, "decision")], batch=False).outcomes
+    done = remember(ctx, [Entry(OTHER), Entry("Deploys happen Tuesdays after standup from "
+                                              "the release branch.", "decision")], batch=True)
+    again = done.outcomes[1]
+    assert again.status == "duplicate" and again.memory.id == first.memory.id
+    assert done.restated == {1: first.memory.id}
+    kept = ctx.store.catalog[first.memory.id]
+    assert (kept.content, kept.importance) == (memory, 4)
+    assert len(ctx.store.in_scope(ctx.workspace)) == 2
+
+
 def test_a_single_refused_text_is_an_error_and_nothing_is_written(ctx):
     with pytest.raises(ToolError) as info:
         remember(ctx, [Entry(PROGRESS)], batch=False)
