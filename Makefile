@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 # The model that installs from PyPI and runs without network access (see README).
 export MEMORY_EMBEDDING_MODEL ?= memnest/all-MiniLM-L6-v2-int8
 
-.PHONY: install run test lint proto bench stop clean editors
+.PHONY: install run test lint docs proto bench stop clean editors
 
 install: $(VENV)/.installed
 
@@ -19,8 +19,13 @@ run: install
 	$(PY) examples/demo.py
 
 # MEMNEST_EDITOR_CLIS=1: a test that drives a real editor CLI fails, not skips, without it.
-test: install lint editors
+test: install lint docs editors
 	MEMNEST_EDITOR_CLIS=1 $(PY) -m pytest
+
+# The manual in docs/ (mkdocs.yml), in strict mode: a broken link, anchor or a page left out of
+# the nav fails it. site/ is git-ignored.
+docs: install
+	$(VENV)/bin/mkdocs build --strict --quiet --site-dir site
 
 # The linter and the type checker over the daemon, the shims and the contract (generated
 # files excluded, see pyproject.toml); `make test` runs them first.
