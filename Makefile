@@ -25,7 +25,7 @@ test: install lint docs editors
 # The manual in docs/ (mkdocs.yml), in strict mode: a broken link, anchor or a page left out of
 # the nav fails it. site/ is git-ignored.
 docs: install
-	$(VENV)/bin/mkdocs build --strict --quiet --site-dir site
+	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 # The linter and the type checker over the daemon, the shims and the contract (generated
 # files excluded, see pyproject.toml); `make test` runs them first.
