@@ -72,7 +72,7 @@ class ToolContext:
     confinement: Confinement | None = None  # a remote caller's reach; None: the local user
     _store: MemoryStore | None = None
     # what teammates' shared files brought in at the start of this call (team/sync.py)
-    team_sync: object = None
+    team_sync: team.Report | None = None
 
     @property
     def store(self) -> MemoryStore:
@@ -95,12 +95,14 @@ class ToolContext:
             self._store = None
 
 
-def team_check(ctx: ToolContext):
+def team_check(ctx: ToolContext) -> team.Report | None:
     """Teammates' shared memories (a pull, a checkout): brought in on the first use of the
     store in a call, when the shared folder's fingerprint changed (a few stat calls
-    otherwise). A failure is logged, never the call's failure."""
+    otherwise); not for a store opened without team memory (StoreRegistry's open_team).
+    A failure is logged, never the call's failure."""
     store = ctx._store
-    team.attach(store)
+    if store is None or store.team is None:
+        return None
     try:
         return team.check(store, ctx.workspace, ctx.embedder.embed, ctx.settings)
     except Exception:  # noqa: BLE001 - the call goes on with what the store holds
