@@ -39,6 +39,13 @@ def open_team(store: MemoryStore) -> TeamState:
     return state
 
 
+def attach(store: MemoryStore) -> None:
+    """Team memory for a store opened outside the registry (a test's), as the registry
+    gives it on open; a store that has it already is left as it is."""
+    if store.team is None:
+        store.team = open_team(store)
+
+
 def _after_commit(store: MemoryStore, changes: Changes, gone: list[Memory],
                   unlinked: set[int]) -> None:
     touched = {m.id for m in changes.memories() if m.scope == "shared"}

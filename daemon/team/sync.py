@@ -42,6 +42,7 @@ from .format import (
     parse,
     shared_anchors,
 )
+from .outgoing import attach as attach
 from .outgoing import catalog_shared
 from .report import IgnoredEntry, Ignoring, MemoryEntry, UpdatedEntry, shared_file
 from .report import Report as Report

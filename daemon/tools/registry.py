@@ -71,15 +71,13 @@ class ToolContext:
     origin: Origin = Origin()  # who asks: the provenance of what this call stores
     confinement: Confinement | None = None  # a remote caller's reach; None: the local user
     _store: MemoryStore | None = None
-    # what teammates' shared files brought in at the start of this call (team/sync.py)
-    team_sync: team.Report | None = None
 
     @property
     def store(self) -> MemoryStore:
         """The workspace's database, opened on first use; released by close()."""
         if self._store is None:
             self._store = self.stores.acquire(self.workspace, self.db_path)
-            self.team_sync = team_check(self)
+            team_check(self)  # what it brought in waits for memory_sync (sync.unreported)
         return self._store
 
     def check_still_wanted(self) -> None:

@@ -293,3 +293,16 @@ def test_a_hostile_file_is_a_problem_and_changes_nothing_else(team, tmp_path, ki
     remember(team, "Builds are cached for 14 days.")
     if bytes_before is not None:
         assert hostile.read_bytes() == bytes_before
+
+
+def test_a_store_opened_outside_the_registry_gets_team_memory_by_attach(tmp_path, model):
+    from memnest_daemon.store.store import MemoryStore
+    store = MemoryStore(str(tmp_path / "memory.lbug"), model.name, model.dim, 64, 1)
+    try:
+        sync.attach(store)
+        state = store.team
+        assert isinstance(state, TeamState) and store.after_commit == [state.hook]
+        sync.attach(store)  # once only
+        assert store.team is state and len(store.after_commit) == 1
+    finally:
+        store.close()
