@@ -10,15 +10,20 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from ..core.errors import ToolError, invalid
 from ..storage.database import ModelMismatch
 from ..storage.db_files import UnsafeLocation, unresolved
 from .store import MemoryStore
 from .team_slot import TeamSlot
 
-# Makes team memory's state for a store that has just opened (team/sync.py's open_team,
-# given by the daemon's main: the store layer cannot import team).
+# Makes team memory's state for a store that has just opened (team/outgoing.py's
+# open_team, given by the daemon's main: the store layer cannot import team).
 OpenTeam = Callable[[MemoryStore], TeamSlot]
+Embed = Callable[[list[str]], np.ndarray]  # texts -> vectors (model.embedder.Embedder.embed)
+# (store, similarity floor, at most this many memories) -> rows found: conflicts.fill_rows
+FillRows = Callable[[MemoryStore, float, int], int]
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +92,7 @@ class StoreRegistry:
     after it has been idle for a while (an ephemeral `:memory:` database stays open)."""
 
     def __init__(self, model: str, dim: int, buffer_pool_mb: int, max_db_gb: int,
-                 db_threads: int = 2, embed=None, max_open: int = MAX_OPEN,
+                 db_threads: int = 2, embed: Embed | None = None, max_open: int = MAX_OPEN,
                  open_team: OpenTeam | None = None):
         self._open_args = (model, dim, buffer_pool_mb, max_db_gb, db_threads, embed)
         self.max_open = max_open
@@ -190,7 +195,8 @@ class StoreRegistry:
                 except Exception:
                     log.exception("%s: %s failed", store.db_path, chore.__name__)
 
-    def fill_neighbours(self, fill, floor: float, budget_s: float = FILL_SECONDS) -> int:
+    def fill_neighbours(self, fill: FillRows, floor: float,
+                        budget_s: float = FILL_SECONDS) -> int:
         """Find conflict neighbour rows (`fill`: curation.conflicts.fill_rows) in databases
         no call has used for FILL_AFTER_IDLE_S, for at most `budget_s`; stops as soon as a
         call uses one. Returns how many rows were found."""
