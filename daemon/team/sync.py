@@ -13,7 +13,8 @@ last good version and the problem is reported until the file is fixed. A crash b
 two commits leaves each whole; the next call reads the folder again.
 
 The out side (files follow the store) is outgoing.py, sharing and retired ids scope.py;
-this module is also what the tools call for all of team memory.
+the tools and operations reach team memory through this module, which names what they
+use of those.
 """
 import dataclasses
 import json
