@@ -190,6 +190,7 @@ def _run(args: argparse.Namespace, settings: Settings, listener, sock: Path,
 
     from ..model.embedder import Embedder, ModelUnavailable
     from ..store.registry import StoreRegistry
+    from ..team.outgoing import open_team
     from .servicer import MemnestService, Runtime
 
     try:
@@ -208,7 +209,7 @@ def _run(args: argparse.Namespace, settings: Settings, listener, sock: Path,
             log.warning("%s is ignored: %s", name, why)
     stores = StoreRegistry(embedder.name, embedder.dim, settings.buffer_pool_mb,
                            settings.max_db_gb, settings.db_threads, embedder.embed,
-                           settings.max_open_databases)
+                           settings.max_open_databases, open_team=open_team)
     runtime = Runtime(embedder, stores, str(sock), str(log_path))
     policy = tls.clients if tls is not None else None
     server = DaemonServer(sock, lambda stop: MemnestService(runtime, settings, stop, policy),

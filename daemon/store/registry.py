@@ -1,16 +1,29 @@
 """Which database a workspace uses, and the registry that opens each database once, keeps
-it while it is used and closes it when idle (or when too many are open)."""
+it while it is used and closes it when idle (or when too many are open). What a higher
+layer keeps for one open store (team memory's state) is made as the store opens and goes
+when it closes."""
 import gc
 import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+import numpy as np
 
 from ..core.errors import ToolError, invalid
 from ..storage.database import ModelMismatch
 from ..storage.db_files import UnsafeLocation, unresolved
 from .store import MemoryStore
+from .team_slot import TeamSlot
+
+# Makes team memory's state for a store that has just opened (team/outgoing.py's
+# open_team, given by the daemon's main: the store layer cannot import team).
+OpenTeam = Callable[[MemoryStore], TeamSlot]
+Embed = Callable[[list[str]], np.ndarray]  # texts -> vectors (model.embedder.Embedder.embed)
+# (store, similarity floor, at most this many memories) -> rows found: conflicts.fill_rows
+FillRows = Callable[[MemoryStore, float, int], int]
 
 log = logging.getLogger(__name__)
 
@@ -79,9 +92,11 @@ class StoreRegistry:
     after it has been idle for a while (an ephemeral `:memory:` database stays open)."""
 
     def __init__(self, model: str, dim: int, buffer_pool_mb: int, max_db_gb: int,
-                 db_threads: int = 2, embed=None, max_open: int = MAX_OPEN):
+                 db_threads: int = 2, embed: Embed | None = None, max_open: int = MAX_OPEN,
+                 open_team: OpenTeam | None = None):
         self._open_args = (model, dim, buffer_pool_mb, max_db_gb, db_threads, embed)
         self.max_open = max_open
+        self._open_team = open_team  # None: stores without team memory (tests, benchmarks)
         self._stores: dict[str, MemoryStore] = {}
         self._opening: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
@@ -151,6 +166,16 @@ class StoreRegistry:
         self._closed(doomed)
 
     def _open(self, key: str) -> MemoryStore:
+        store = self._open_database(key)
+        if self._open_team is not None:
+            try:
+                store.team = self._open_team(store)
+            except BaseException:
+                store.close()
+                raise
+        return store
+
+    def _open_database(self, key: str) -> MemoryStore:
         try:
             return MemoryStore(key, *self._open_args)
         except ModelMismatch as exc:
@@ -170,7 +195,8 @@ class StoreRegistry:
                 except Exception:
                     log.exception("%s: %s failed", store.db_path, chore.__name__)
 
-    def fill_neighbours(self, fill, floor: float, budget_s: float = FILL_SECONDS) -> int:
+    def fill_neighbours(self, fill: FillRows, floor: float,
+                        budget_s: float = FILL_SECONDS) -> int:
         """Find conflict neighbour rows (`fill`: curation.conflicts.fill_rows) in databases
         no call has used for FILL_AFTER_IDLE_S, for at most `budget_s`; stops as soon as a
         call uses one. Returns how many rows were found."""
@@ -214,10 +240,7 @@ class StoreRegistry:
         if not stores:
             return
         for store in stores:
-            try:
-                store.close()
-            except Exception:
-                log.exception("closing %s failed", store.db_path)
+            _close(store)
         del store
         stores.clear()  # the caller's list: nothing keeps the closed stores alive
         # What the closed stores held may sit in reference cycles among frozen objects:
@@ -234,7 +257,15 @@ class StoreRegistry:
         with self._lock:
             stores, self._stores = list(self._stores.values()), {}
         for store in stores:
-            try:
-                store.close()
-            except Exception:
-                log.exception("closing %s failed", store.db_path)
+            _close(store)
+
+
+def _close(store: MemoryStore) -> None:
+    """Close a store taken out of the registry; its team state goes with it."""
+    team, store.team = store.team, None
+    if team is not None:
+        team.close()  # plain memory: stops following commits, forgets what it saw
+    try:
+        store.close()
+    except Exception:
+        log.exception("closing %s failed", store.db_path)

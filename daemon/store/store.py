@@ -28,6 +28,7 @@ from ..storage.database import Database
 from .changes import ChangeRefused, Changes, refusal
 from .graph import Graph
 from .neighbours import NeighbourCache
+from .team_slot import TeamSlot
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,8 @@ class MemoryStore:
         # memories as they were, the ids that lost links to them): the team layer rewrites
         # shared memories' files there
         self.after_commit: list = []
+        # team memory's state (team/state.py): set by the registry that opens the store
+        self.team: TeamSlot | None = None
         self._load()
         log.info("opened %s: %d memories in %.2fs (%d embeddings read from the database)",
                  db_path, len(self.catalog),

@@ -33,6 +33,7 @@ own checkout of the same repository.
 import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from typing import Any
 
 from memnest_proto.contract import CATEGORIES
 
@@ -92,7 +93,7 @@ class Unreadable(ValueError):
 def dump(s: Shared) -> bytes:
     """The file's bytes: canonical, so identical memories give identical files."""
     if s.deleted:
-        doc: dict = {"_memnest": VERSION, "deleted": True}
+        doc: dict[str, Any] = {"_memnest": VERSION, "deleted": True}
     else:
         doc = {"_memnest": VERSION, "author": s.author, "category": s.category,
                "content": s.content, "created_at": iso(s.created_at),
@@ -127,7 +128,7 @@ def of_memory(m: Memory, relations: list[tuple[str, str]], user: str) -> Shared:
 _LOCAL = {"size", "mtime_ns", "auto"}
 
 
-def portable(a: Anchor) -> dict:
+def portable(a: Anchor) -> dict[str, Any]:
     """An anchor as a shared file holds it: the fields that are not at their default and
     not local to this checkout."""
     default = Anchor(path="")
@@ -140,7 +141,7 @@ def shared_anchors(code: str) -> tuple[Anchor, ...]:
     return tuple(Anchor(**portable(a)) for a in CodeContext.parse(code).anchors)
 
 
-def _anchors(value) -> tuple[Anchor, ...]:
+def _anchors(value: object) -> tuple[Anchor, ...]:
     """The anchors of a pulled file: as memnest writes them, paths inside the workspace."""
     if not isinstance(value, list) or len(value) > MAX_ANCHORS:
         raise Unreadable(f"anchors: not a list of at most {MAX_ANCHORS}")
@@ -158,7 +159,7 @@ def _anchors(value) -> tuple[Anchor, ...]:
     return parsed
 
 
-def _time(value, where: str) -> datetime | None:
+def _time(value: object, where: str) -> datetime | None:
     if value is None:
         return None
     if not isinstance(value, str) or len(value) > 64:
@@ -169,7 +170,7 @@ def _time(value, where: str) -> datetime | None:
         raise Unreadable(f"{where}: {value!r} is not an ISO 8601 time") from None
 
 
-def _text(value, where: str, limit: int) -> str:
+def _text(value: object, where: str, limit: int) -> str:
     if not isinstance(value, str):
         raise Unreadable(f"{where}: not a string")
     if len(value) > limit:

@@ -1,371 +1,165 @@
-"""Team memory: shared memories as files that travel with git (format.py, folder.py).
+"""In: teammates' shared files into the store, one phase at a time.
 
-Out: every commit of the store (its one write path) that touches a shared memory rewrites
-that memory's file after the database transaction (the `after_commit` hook): the database is
-the source of truth and the file a copy of what it holds, so a crash between the two leaves
-a file one step behind (rewritten by the next write or `memnest-ctl sync`), never a file
-describing a change the database refused. Deleting a shared memory leaves a tombstone.
+A call of a workspace first compares a cheap fingerprint of its shared/ folder (and the
+git index and HEAD) with the last one seen (`check`); only when it differs does `sync` run:
+it reads the files whose (size, mtime) changed (`read_folder`), decides what each does to
+the store as it is (`plan_changes`), embeds the new texts outside the write lock
+(`embed_texts`), then writes each kind of change through the store's write path: edits,
+tombstones and withdrawals in one commit (`apply_known`), new memories through
+curation/ingest.py with its dedup, merge and conflict flags (`apply_new`), relations as
+edges (`apply_relations`); last it records what it saw (`record`). A file that cannot be
+read (conflict markers, bad JSON, a link, too big) is not imported: its memory keeps its
+last good version and the problem is reported until the file is fixed. A crash between
+two commits leaves each whole; the next call reads the folder again.
 
-In: a call of a workspace first compares a cheap fingerprint of its shared/ folder (and the
-git index and HEAD) with the last one seen; only when it differs are the files whose (size,
-mtime) changed read, and what they hold comes in through the store's write path: new
-memories through curation/ingest.py (dedup, merge, conflict flags as for a local write),
-known global ids as updates, tombstones as deletes, relations as edges. A file that cannot
-be read (conflict markers, bad JSON, a link, too big) is not imported: its memory keeps its
-last good version and the problem is reported until the file is fixed.
+The out side (files follow the store) is outgoing.py, sharing and retired ids scope.py;
+the tools and operations reach team memory through this module, which names what they
+use of those.
 """
 import dataclasses
-import getpass
 import json
-import logging
-import os
-import threading
-import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..core.anchors import CodeContext
+import numpy as np
+import numpy.typing as npt
+
+from ..core.anchors import Anchor, CodeContext
+from ..core.config import Settings
 from ..core.records import Memory, Origin, content_hash
 from ..curation import admission
 from ..curation.conflicts import with_resolutions
-from ..curation.ingest import Item, ingest
-from ..store.changes import Changes
+from ..curation.ingest import Item, Outcome, ingest
+from ..store.changes import Changes, Edge
+from ..store.store import MemoryStore
 from . import folder
 from .format import (
-    RESOLVE_HINT,
     TEAM_SESSION,
     Shared,
     Unreadable,
-    dump,
-    of_memory,
+    file_name,
+    global_id_of,
     parse,
     shared_anchors,
 )
+from .outgoing import attach as attach
+from .outgoing import catalog_shared
+from .report import IgnoredEntry, Ignoring, MemoryEntry, UpdatedEntry, shared_file
+from .report import Report as Report
+from .scope import UNSHARED, WITHDRAWN, RetiredId, mark, retiring
+from .scope import SecretFound as SecretFound
+from .scope import retired as retired
+from .scope import secrets_in as secrets_in
+from .scope import set_scope as set_scope
+from .state import FileStamp, Fingerprint, FolderState, folder_state
 
-log = logging.getLogger(__name__)
 ALIASES = "team_aliases"  # Meta key: JSON {merged-away global id: the one it merged into}
+Vector = npt.NDArray[np.float32]
+Embed = Callable[[list[str]], npt.NDArray[np.float32]]
+
+# Why a file changed nothing (Report.ignored): it names a memory that is not shared here.
+_WHY_IGNORED: dict[Ignoring, str] = {
+    "unshared": "it names a memory that was unshared here, so no file may change it, delete "
+                "it or share it again; if nobody should share it, delete the file (git rm) "
+                "and commit",
+    "withdrawn": "it names a memory whose file had gone away and that has changed here "
+                 "since, so it stays private; share it again with memory_share (it gets a "
+                 "new global id), or delete this file",
+    "missing": "it names a memory that was unshared or withdrawn here and is gone now; "
+               "delete the file if nobody needs it",
+}
 
 
-def new_global_id() -> str:
-    return uuid.uuid4().hex
+# -- what the last syncs saw ----------------------------------------------------------------
 
-
-def _author() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # noqa: BLE001 - no user name in this environment
-        return ""
-
-
-AUTHOR = _author()
-
-
-@dataclass
-class _State:
-    """What one store last saw of one workspace's shared folder."""
-    fingerprint: tuple | None = None
-    files: dict[str, tuple[int, int]] = field(default_factory=dict)  # gid -> (size, mtime)
-    problems: dict[str, str] = field(default_factory=dict)  # file name -> what is wrong
-    ignored: dict[str, str] = field(default_factory=dict)  # gid -> why its file changed nothing
-    unreported: list = field(default_factory=list)  # reports memory_sync has not shown yet
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-_states: dict[tuple[str, str], _State] = {}
-_states_lock = threading.Lock()
-
-
-def _state(store, workspace: str) -> _State:
-    key = (store.db_path, workspace)
-    with _states_lock:
-        state = _states.get(key)
-        if state is None:
-            state = _states[key] = _State()
-        return state
-
-
-def warnings(store, workspace: str) -> list[str]:
+def warnings(store: MemoryStore, workspace: str) -> list[str]:
     """The shared files that could not be imported (memory_stats, doctor)."""
-    state = _state(store, workspace)
+    return _warnings(folder_state(store, workspace))
+
+
+def _warnings(state: FolderState) -> list[str]:
     return [f".memnest/shared/{name}: {why}" for name, why in sorted(state.problems.items())]
 
 
-def ignored(store, workspace: str) -> list[dict]:
+def ignored(store: MemoryStore, workspace: str) -> list[IgnoredEntry]:
     """The shared files that name a memory not shared here, as the last sync saw them."""
-    state = _state(store, workspace)
-    return [{"global_id": gid, "file": f".memnest/shared/{gid}.json", "why": why}
+    state = folder_state(store, workspace)
+    return [{"global_id": gid, "file": shared_file(gid), "why": why}
             for gid, why in sorted(state.ignored.items())]
 
 
-# -- out: files follow the store ------------------------------------------------------------
-
-def attach(store) -> None:
-    """Have every commit of `store` rewrite the files of the shared memories it touches."""
-    if _after_commit not in store.after_commit:
-        store.after_commit.append(_after_commit)
-
-
-def _after_commit(store, changes: Changes, gone: list[Memory], unlinked: set[int]) -> None:
-    touched = {m.id for m in changes.memories() if m.scope == "shared"}
-    touched |= {i for i in unlinked if catalog_shared(store, i)}
-    for _rel, a, _b in (*changes.edges_added, *changes.edges_removed):
-        m = store.catalog.get(a)
-        if m is not None and m.scope == "shared":
-            touched.add(a)
-    try:
-        write_files(store, [store.catalog[i] for i in touched if i in store.catalog])
-        for m in gone:
-            if m.scope == "shared" and m.global_id and m.workspace:
-                _write_one(store, m.workspace, m.global_id, dump(Shared(m.global_id,
-                                                                        deleted=True)))
-    except Exception:  # noqa: BLE001 - the database holds the change; the file follows later
-        log.exception("writing shared memory files failed")
-
-
-def _relations(store, memories: list[Memory]) -> dict[int, list[tuple[str, str]]]:
-    wanted = {m.id for m in memories}
-    out: dict[int, list[tuple[str, str]]] = defaultdict(list)
-    catalog = store.catalog
-    for rel, a, b in store.graph.edges:
-        if a in wanted:
-            other = catalog.get(b)
-            if other is not None and other.scope == "shared" and other.global_id and \
-                    other.workspace == catalog[a].workspace:
-                out[a].append((rel, other.global_id))
+def unreported(store: MemoryStore, workspace: str) -> list[Report]:
+    """The syncs that brought something in since memory_sync last showed them."""
+    state = folder_state(store, workspace)
+    with state.lock:
+        out, state.unreported = state.unreported, []
     return out
 
 
-def write_files(store, memories: list[Memory]) -> list[str]:
-    """Write the files of these shared memories (only those whose bytes change)."""
-    memories = [m for m in memories if m.scope == "shared" and m.global_id and m.workspace]
-    if not memories:
-        return []
-    relations = _relations(store, memories)
-    written = []
-    for m in memories:
-        data = dump(of_memory(m, relations.get(m.id, []), AUTHOR))
-        if _write_one(store, m.workspace, m.global_id, data):
-            written.append(m.global_id)
-    return written
-
-
-def _write_one(store, workspace: str, gid: str, data: bytes) -> bool:
-    state = _state(store, workspace)
-    name = gid + ".json"
-    if name in state.problems and "conflict" in state.problems[name]:
-        return False  # the user's merge in progress: never written over
-    try:
-        written = folder.write(workspace, gid, data)
-    except Exception as exc:  # noqa: BLE001 - ToolError from safe_files, OSError
-        state.problems[name] = f"could not be written: {exc}"
-        return False
-    if written:
-        _remember(state, workspace, gid)
-    return written
-
-
-def _remember(state: _State, workspace: str, gid: str) -> None:
-    """Our own write is not news: note its (size, mtime) and the folder's new fingerprint."""
-    try:
-        st = os.stat(os.path.join(folder.shared_path(workspace), gid + ".json"),
-                     follow_symlinks=False)
-        state.files[gid] = (st.st_size, st.st_mtime_ns)
-    except OSError:
-        state.files.pop(gid, None)
-    if state.fingerprint is not None:
-        state.fingerprint = folder.fingerprint(workspace)
-
-
-# -- sharing ---------------------------------------------------------------------------------
-
-class SecretFound(ValueError):
-    pass
-
-
-def secrets_in(m: Memory) -> list[str]:
-    """Kinds of secret (or private sections) admission finds in content and tags."""
-    return admission.secrets_in((m.content, *m.tags))
-
-
-# -- retired global ids ----------------------------------------------------------------------
-
-RETIRED = "team_retired"  # Meta key: JSON {global id: {"why": ..., "id": ..., "mark": ...}}
-UNSHARED, WITHDRAWN = "unshared", "withdrawn"
-
-
-def retired(store, workspace: str) -> dict[str, dict]:
-    """The global ids no shared file may use to change a memory here: those its owner
-    unshared (for good), and those whose file went away (`withdrawn`: its memory is private
-    now and is shared again only if the file comes back before the memory changed here). A
-    private memory that still names a global id (written before ids were retired) counts as
-    unshared."""
-    out = _recorded(store)
-    for m in store.catalog.values():
-        if m.scope != "shared" and m.global_id and m.workspace == workspace:
-            out.setdefault(m.global_id, {"why": UNSHARED, "id": m.id})
-    return out
-
-
-def _mark(m: Memory) -> str:
-    """What a withdrawn memory looked like: the file may bring it back only while it still
-    does (nothing of the owner's has been added since)."""
-    return content_hash(json.dumps([m.content_hash, m.category, m.tags, m.importance]))
-
-
-def _recorded(store) -> dict[str, dict]:
-    """The retired global ids as the database records them."""
-    return json.loads(store.db.meta(RETIRED) or "{}")
-
-
-def _retiring(store, entries: dict[str, dict], restored=()) -> dict[str, str]:
-    """The Meta change that adds these global ids to the retired ones and takes the
-    `restored` ones out (write lock held)."""
-    known = {**_recorded(store), **entries}
-    return {RETIRED: json.dumps({g: e for g, e in known.items() if g not in restored},
-                                sort_keys=True)}
-
-
-def set_scope(store, workspace: str, memories: list[Memory], shared: bool) -> dict:
-    """Share or unshare these memories (write lock held): one commit, then their files
-    (written by the commit hook, or removed here). Refuses, before writing anything, to
-    share a memory in which a secret is found. A memory shared again gets a new global id:
-    unsharing retires the old one for good, so no file that still names it (in git history,
-    on an old branch, in a teammate's commit) can change the memory or share it again."""
-    memories = _unique(memories)  # a batch's items may have become one memory
-    if shared:
-        refused = {m.id: secrets_in(m) for m in memories}
-        refused = {i: kinds for i, kinds in refused.items() if kinds}
-        if refused:
-            named = "; ".join(f"memory {i}: {', '.join(kinds)}" for i, kinds in refused.items())
-            raise SecretFound(
-                f"not shared: a secret was found ({named}). Shared memories are committed to "
-                "git; remove the secret with memory_update (or delete the memory), then "
-                "share again. Nothing was shared.")
-    changed, retiring = [], {}
-    for m in memories:
-        if shared and m.scope != "shared":
-            changed.append(m.copy(scope="shared", global_id=new_global_id()))
-        elif not shared and m.scope == "shared":
-            changed.append(m.copy(scope="private", global_id=""))
-            retiring[m.global_id] = {"why": UNSHARED, "id": m.id}
-    # the owner has decided: an id its file once had no longer brings the memory back
-    ids = {m.id for m in changed}
-    retiring.update({g: {**e, "why": UNSHARED}
-                     for g, e in _recorded(store).items()
-                     if e.get("why") == WITHDRAWN and e.get("id") in ids})
-    if changed:
-        store.commit(Changes(updated=[(m, None) for m in changed],
-                             meta=_retiring(store, retiring) if retiring else {}))
-    removed = []
-    unshared = [m.global_id for m in memories if not shared and m.scope == "shared"]
-    for gid in unshared:
-        if folder.remove(workspace, gid):
-            removed.append(f".memnest/shared/{gid}.json")
-            _state(store, workspace).files.pop(gid, None)
-    # the memories that link to them name them in their files too (or no longer do)
-    linking = {a for _rel, a, b in store.graph.edges if b in ids and a not in ids}
-    write_files(store, [store.catalog[i] for i in linking])
-    return {"changed": [m.id for m in changed],
-            "global_ids": {m.id: store.catalog[m.id].global_id for m in memories},
-            "retired": unshared, "removed_files": removed}
-
-
-# -- in: files into the store ----------------------------------------------------------------
+# -- a sync, phase by phase -----------------------------------------------------------------
 
 @dataclass
-class Report:
-    came_in: list[dict] = field(default_factory=list)
-    updated: list[dict] = field(default_factory=list)
-    merged: list[dict] = field(default_factory=list)
-    deleted: list[dict] = field(default_factory=list)
-    unshared: list[dict] = field(default_factory=list)
-    conflicts: list[dict] = field(default_factory=list)
-    # files naming a memory that is not shared here: they changed nothing
-    ignored: list[dict] = field(default_factory=list)
-    # what admission took out of files (private sections, secrets) or flagged in them
-    privacy: list[dict] = field(default_factory=list)
-    untrusted: list[dict] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    relations: int = 0
-    files_read: int = 0
-
-    def view(self) -> dict:
-        out = {"came_in": self.came_in, "updated": self.updated, "merged": self.merged,
-               "deleted": self.deleted, "unshared": self.unshared,
-               "conflicts": self.conflicts, "ignored": self.ignored,
-               "relations_added": self.relations, "files_read": self.files_read,
-               "problems": self.problems}
-        if self.privacy:
-            out["privacy"] = self.privacy
-        if self.untrusted:
-            out["untrusted_content"] = self.untrusted
-        if self.problems:
-            out["how_to_fix"] = RESOLVE_HINT
-        return out
-
-    def __bool__(self) -> bool:
-        return bool(self.came_in or self.updated or self.merged or self.deleted
-                    or self.unshared or self.ignored or self.relations)
+class Pulled:
+    """What one read of the shared folder found (read_folder), for the phases after it."""
+    fingerprint: Fingerprint
+    listed: folder.Listing
+    read: list[str]  # the global ids whose files were read: changed since last seen, or all
+    files: dict[str, Shared] = field(default_factory=dict)  # as admission lets them in
+    problems: dict[str, str] = field(default_factory=dict)  # file name -> why not imported
 
 
-def check(store, workspace: str, embed, settings) -> Report | None:
+def check(store: MemoryStore, workspace: str, embed: Embed,
+          settings: Settings) -> Report | None:
     """At the start of a call: sync only when the shared folder's fingerprint changed."""
-    state = _state(store, workspace)
-    now = folder.fingerprint(workspace)
-    if now == state.fingerprint:
+    if folder.fingerprint(workspace) == folder_state(store, workspace).fingerprint:
         return None
     return sync(store, workspace, embed, settings)
 
 
-def sync(store, workspace: str, embed, settings, everything: bool = False) -> Report:
+def sync(store: MemoryStore, workspace: str, embed: Embed, settings: Settings,
+         everything: bool = False) -> Report:
     """Bring what the shared folder holds into the store. `everything`: read every file,
     not only those whose (size, mtime) changed."""
-    attach(store)
-    state = _state(store, workspace)
+    state = folder_state(store, workspace)
     report = Report()
     with state.lock:
-        fingerprint = folder.fingerprint(workspace)
-        listed = folder.listing(workspace)
-        problems = {name: why for name, why in listed.skipped.items()}
-        changed = [g for g, seen in listed.files.items()
-                   if everything or state.files.get(g) != seen]
-        pulled: dict[str, Shared] = {}
-        for gid in sorted(changed):
-            name = gid + ".json"
-            try:
-                pulled[gid] = _admitted(parse(gid, folder.read(workspace, gid),
-                                              settings.max_store_chars),
-                                        settings.max_store_chars, report)
-            except (Unreadable, ValueError, OSError) as exc:
-                problems[name] = str(exc) if isinstance(exc, (Unreadable, admission.Refused)) else \
-                    f"cannot be read: {exc}"
-                continue
-        # names still wrong keep being reported; fixed ones are forgotten
-        for name, why in state.problems.items():
-            gid = name[:-5]
-            if name not in problems and gid in listed.files and gid not in changed and \
-                    gid not in pulled:
-                problems[name] = why
-        report.files_read = len(changed)
-        state.problems = problems  # before the writes below: a conflicted file is not written
-        # set first so that our own writes below (_remember) move it along with them
-        state.fingerprint = fingerprint
-        seen_before = dict(state.files)
+        pulled = read_folder(workspace, state, settings.max_store_chars, everything, report)
+        seen_before = begin(state, pulled, report)
         try:
-            _bring_in(store, workspace, embed, settings, pulled, listed, report)
+            bring_in(store, workspace, embed, settings, pulled, report)
         except BaseException:
             state.fingerprint = None  # look again on the next call
             raise
-        state.ignored = {g: why for g, why in state.ignored.items()
-                         if g in listed.files and g not in pulled}
-        state.ignored.update({e["global_id"]: e["why"] for e in report.ignored})
-        report.problems = warnings(store, workspace)
-        state.files = {**{g: s for g, s in listed.files.items()
-                          if f"{g}.json" not in problems},
-                       **_rewritten(state, seen_before, listed)}
-        if report:
-            state.unreported = state.unreported[-20:] + [report]
+        record(state, pulled, seen_before, report)
     return report
+
+
+def read_folder(workspace: str, state: FolderState, limit: int, everything: bool,
+                report: Report) -> Pulled:
+    """Phase 1: the folder's listing, and the changed files as admission lets them in
+    (what it took out goes to `report`); those that cannot be read become problems."""
+    fingerprint = folder.fingerprint(workspace)  # before the listing: later news shows
+    listed = folder.listing(workspace)
+    pulled = Pulled(fingerprint, listed,
+                    sorted(g for g, seen in listed.files.items()
+                           if everything or state.files.get(g) != seen),
+                    problems=dict(listed.skipped))
+    for gid in pulled.read:
+        try:
+            pulled.files[gid] = _admitted(parse(gid, folder.read(workspace, gid), limit),
+                                          limit, report)
+        except (ValueError, OSError) as exc:  # Unreadable, admission.Refused among them
+            pulled.problems[file_name(gid)] = str(exc) \
+                if isinstance(exc, (Unreadable, admission.Refused)) else \
+                f"cannot be read: {exc}"
+    # files still wrong and not read again keep being reported; fixed ones are forgotten
+    read = set(pulled.read)
+    for name, why in state.problems.items():
+        named = global_id_of(name)
+        if name not in pulled.problems and named in listed.files and named not in read:
+            pulled.problems[name] = why
+    return pulled
 
 
 def _admitted(s: Shared, limit: int, report: Report) -> Shared:
@@ -385,202 +179,258 @@ def _admitted(s: Shared, limit: int, report: Report) -> Shared:
     return dataclasses.replace(s, content=admitted.text, tags=tags)
 
 
-def _rewritten(state: _State, seen_before: dict, listed: folder.Listing) -> dict:
-    """Files this sync wrote itself (a merge rewrote one): as _remember saw them."""
-    return {g: seen for g, seen in state.files.items()
-            if g in listed.files and seen != seen_before.get(g)}
+def begin(state: FolderState, pulled: Pulled, report: Report) -> dict[str, FileStamp]:
+    """Phase 2, before any write: the problems found (a file in conflict is not written
+    over) and the fingerprint (set first, so that our own writes move it along with them).
+    Returns the files as seen before this sync."""
+    report.files_read = len(pulled.read)
+    state.problems = pulled.problems
+    state.fingerprint = pulled.fingerprint
+    return dict(state.files)
 
 
-def unreported(store, workspace: str) -> list[Report]:
-    """The syncs that brought something in since memory_sync last showed them."""
-    state = _state(store, workspace)
-    with state.lock:
-        out, state.unreported = state.unreported, []
-    return out
+def record(state: FolderState, pulled: Pulled, seen_before: dict[str, FileStamp],
+           report: Report) -> None:
+    """Last phase, once every write is done: what the next sync compares with."""
+    listed = pulled.listed
+    state.ignored = {g: why for g, why in state.ignored.items()
+                     if g in listed.files and g not in pulled.files}
+    state.ignored.update({e["global_id"]: e["why"] for e in report.ignored})
+    report.problems = _warnings(state)
+    # files this sync wrote itself (a merge rewrote one): as outgoing._remember saw them
+    rewritten = {g: seen for g, seen in state.files.items()
+                 if g in listed.files and seen != seen_before.get(g)}
+    state.files = {**{g: seen for g, seen in listed.files.items()
+                      if file_name(g) not in state.problems}, **rewritten}
+    if report:
+        state.keep_report(report)
 
 
-# Why a file changed nothing (Report.ignored): it names a memory that is not shared here.
-_WHY_IGNORED = {
-    UNSHARED: "it names a memory that was unshared here, so no file may change it, delete it "
-              "or share it again; if nobody should share it, delete the file (git rm) and "
-              "commit",
-    WITHDRAWN: "it names a memory whose file had gone away and that has changed here since, "
-               "so it stays private; share it again with memory_share (it gets a new global "
-               "id), or delete this file",
-    "missing": "it names a memory that was unshared or withdrawn here and is gone now; "
-               "delete the file if nobody needs it",
-}
-
+# -- deciding: what each file does to the store ---------------------------------------------
 
 @dataclass
-class _Plan:
+class Plan:
     """What the pulled files do to the store, decided from the catalog as it is now."""
-    shared: dict[str, Memory]                 # global id -> the memory shared now by it
+    shared: dict[str, Memory]  # global id -> the memory shared now by it
     new: list[Shared] = field(default_factory=list)
     edits: list[tuple[Memory, Shared]] = field(default_factory=list)  # incl. restored ones
     restored: set[str] = field(default_factory=set)
     deleted: list[tuple[Memory, Shared]] = field(default_factory=list)
     withdrawn: list[Memory] = field(default_factory=list)
-    ignored: list[tuple[Shared, str]] = field(default_factory=list)
+    ignored: list[tuple[Shared, Ignoring]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.new or self.edits or self.deleted or self.withdrawn or self.ignored)
 
 
-def _shared_now(store, workspace: str) -> dict[str, Memory]:
+def _shared_now(store: MemoryStore, workspace: str) -> dict[str, Memory]:
     return {m.global_id: m for m in store.catalog.values()
             if m.scope == "shared" and m.global_id and m.workspace == workspace}
 
 
-def _plan(store, workspace: str, pulled: dict[str, Shared], listed: folder.Listing) -> _Plan:
+def plan_changes(store: MemoryStore, workspace: str, pulled: Pulled) -> Plan:
     """Scope is a boundary: a file changes or deletes only the memory shared now under its
     own global id. One naming a retired id changes nothing (and is reported), except that a
     withdrawn memory the owner has not touched since is shared again by its file."""
-    plan = _Plan(_shared_now(store, workspace))
+    plan = Plan(_shared_now(store, workspace))
     gone = retired(store, workspace)
-    for gid, s in pulled.items():
+    for gid, s in pulled.files.items():
         m = plan.shared.get(gid)
-        if m is not None:
-            if s.deleted:
-                plan.deleted.append((m, s))
-            elif _differs(m, s):
-                plan.edits.append((m, s))
-            continue
-        entry = gone.get(gid)
-        if entry is None:
-            if not s.deleted:
-                plan.new.append(s)
-            continue
-        owner = store.catalog.get(entry.get("id"))
-        if owner is None or owner.workspace != workspace:
-            why = "missing"
-        elif entry.get("why") == WITHDRAWN and not s.deleted and owner.scope == "private" \
-                and not owner.global_id and _mark(owner) == entry.get("mark"):
-            plan.edits.append((owner, s))
-            plan.restored.add(gid)
-            continue
-        else:
-            why = entry.get("why", UNSHARED)
-        plan.ignored.append((s, why if why in _WHY_IGNORED else UNSHARED))
+        if m is None:
+            _plan_unshared(store, workspace, plan, s, gone.get(gid))
+        elif s.deleted:
+            plan.deleted.append((m, s))
+        elif _differs(m, s):
+            plan.edits.append((m, s))
+    listed = pulled.listed
     if listed.complete:  # a teammate unshared it, or a checkout without its file
         plan.withdrawn = [m for g, m in plan.shared.items()
-                          if g not in listed.files and f"{g}.json" not in listed.skipped
-                          and g not in pulled]
+                          if g not in listed.files and file_name(g) not in listed.skipped
+                          and g not in pulled.files]
     return plan
 
 
-def _bring_in(store, workspace: str, embed, settings, pulled: dict[str, Shared],
-              listed: folder.Listing, report: Report) -> None:
+def _plan_unshared(store: MemoryStore, workspace: str, plan: Plan, s: Shared,
+                   entry: RetiredId | None) -> None:
+    """A file whose global id no memory here is shared by: new, or (`entry`: the id is
+    retired) ignored, or restoring a withdrawn memory."""
+    if entry is None:
+        if not s.deleted:
+            plan.new.append(s)
+        return
+    owner = store.catalog.get(entry.get("id", 0))
+    why: Ignoring
+    if owner is None or owner.workspace != workspace:
+        why = "missing"
+    elif entry.get("why") == WITHDRAWN and not s.deleted and owner.scope == "private" \
+            and not owner.global_id and mark(owner) == entry.get("mark"):
+        plan.edits.append((owner, s))
+        plan.restored.add(s.global_id)
+        return
+    else:
+        why = WITHDRAWN if entry.get("why") == WITHDRAWN else UNSHARED
+    plan.ignored.append((s, why))
+
+
+def _differs(m: Memory, s: Shared) -> bool:
+    return (m.scope != "shared" or m.content != s.content or m.category != s.category
+            or list(m.tags) != list(s.tags) or m.importance != s.importance
+            or shared_anchors(m.code) != s.anchors)
+
+
+# -- writing: each kind of change through the store's write path ----------------------------
+
+@dataclass
+class Vectors:
+    """Embeddings made before the write lock is taken (the slow part), by text; a text the
+    plan under the lock wants and these lack (changed here meanwhile) is embedded then."""
+    embed: Embed
+    new: dict[str, Vector] = field(default_factory=dict)  # of new memories
+    edits: dict[str, Vector] = field(default_factory=dict)  # of edited contents
+
+    def of_new(self, text: str) -> Vector:
+        found = self.new.get(text)
+        return found if found is not None else self.embed([text])[0]
+
+    def of_edit(self, text: str) -> Vector:
+        found = self.edits.get(text)
+        return found if found is not None else self.embed([text])[0]
+
+
+def bring_in(store: MemoryStore, workspace: str, embed: Embed, settings: Settings,
+             pulled: Pulled, report: Report) -> None:
+    """Phase 3: plan under the read lock, embed outside any lock, then plan again under
+    the write lock (the store may have changed) and write: each step's commit is whole."""
     with store.reading():
-        plan = _plan(store, workspace, pulled, listed)
+        plan = plan_changes(store, workspace, pulled)
         before = {i for i, m in store.catalog.items() if m.workspace == workspace}
-    if not plan and not any(not s.deleted for s in pulled.values()):
+    if not plan and not any(not s.deleted for s in pulled.files.values()):
         return  # nothing to write: no write lock taken
-    texts = [s.content for s in plan.new] + list(dict.fromkeys(
-        s.content for m, s in plan.edits if s.content != m.content))
-    vectors = list(embed(texts)) if texts else []  # slow: outside the lock
-    new_vectors = dict(zip(texts[:len(plan.new)], vectors[:len(plan.new)]))
-    edit_vectors = dict(zip(texts[len(plan.new):], vectors[len(plan.new):]))
+    vectors = embed_texts(plan, embed)
     with store.writing():
-        plan = _plan(store, workspace, pulled, listed)  # as it is now, under the lock
-        _apply_known(store, plan, edit_vectors, embed, report)
-        _apply_new(store, workspace, settings, plan, new_vectors, embed, before, report)
-        for s, why in plan.ignored:
-            report.ignored.append({"global_id": s.global_id,
-                                   "file": f".memnest/shared/{s.global_id}.json",
-                                   "why": _WHY_IGNORED[why]})
-        _apply_relations(store, workspace, pulled, report)
+        plan = plan_changes(store, workspace, pulled)
+        apply_known(store, plan, vectors, report)
+        apply_new(store, workspace, settings, plan, vectors, before, report)
+        report.ignored += [{"global_id": s.global_id, "file": shared_file(s.global_id),
+                            "why": _WHY_IGNORED[why]} for s, why in plan.ignored]
+        apply_relations(store, workspace, pulled, report)
 
 
-def _apply_known(store, plan: _Plan, edit_vectors: dict, embed, report: Report) -> None:
+def embed_texts(plan: Plan, embed: Embed) -> Vectors:
+    """The new memories' texts and the edited contents, embedded in one batch."""
+    new = [s.content for s in plan.new]
+    edited = list(dict.fromkeys(s.content for m, s in plan.edits if s.content != m.content))
+    texts = new + edited
+    vectors = list(embed(texts)) if texts else []
+    return Vectors(embed, dict(zip(new, vectors[:len(new)])),
+                   dict(zip(edited, vectors[len(new):])))
+
+
+def apply_known(store: MemoryStore, plan: Plan, vectors: Vectors, report: Report) -> None:
     """Edits, restorations, tombstones and withdrawals, in one commit (write lock held)."""
     changes = Changes()
     for m, s in plan.edits:
-        vector = None
-        if s.content != m.content:
-            vector = edit_vectors.get(s.content)
-            if vector is None:  # changed here meanwhile: embedded now, rarely
-                vector = embed([s.content])[0]
-        after = m.copy(content=s.content, content_hash=content_hash(s.content),
-                       category=s.category, importance=s.importance,
-                       scope="shared", global_id=s.global_id,
-                       # the file's time is to the second: never before the memory began
-                       updated_at=max(s.updated_at or m.updated_at, m.created_at),
-                       code=_with_anchors(m.code, s.anchors))
-        after.tags = list(s.tags)
-        if vector is not None:
-            after.embedding_model = store.model
-        changes.update(after, vector)
-        entry = {"id": m.id, "global_id": s.global_id, "content": _brief(s.content)}
+        changes.update(*_edited(m, s, vectors, store.model))
+        entry: UpdatedEntry = {"id": m.id, "global_id": s.global_id, "content": _brief(s.content)}
         if s.global_id in plan.restored:
             entry["shared_again"] = True
         report.updated.append(entry)
     for m, s in plan.deleted:
         changes.delete([m.id])
-        report.deleted.append({"id": m.id, "global_id": s.global_id,
-                               "content": _brief(m.content)})
-    retiring = {}
+        report.deleted.append(_entry(m.id, s.global_id, m.content))
+    withdrawing: dict[str, RetiredId] = {}
     for m in plan.withdrawn:  # the memory stays ours, private
         after = m.copy(scope="private", global_id="")
         changes.update(after)
-        retiring[m.global_id] = {"why": WITHDRAWN, "id": m.id, "mark": _mark(after)}
+        withdrawing[m.global_id] = {"why": WITHDRAWN, "id": m.id, "mark": mark(after)}
         report.unshared.append({"id": m.id, "global_id": m.global_id})
-    if retiring or plan.restored:  # a restored id is its memory's again
-        changes.meta = _retiring(store, retiring, plan.restored)
+    if withdrawing or plan.restored:  # a restored id is its memory's again
+        changes.meta = retiring(store, withdrawing, plan.restored)
     if changes:
         store.commit(changes)
 
 
-def _apply_new(store, workspace: str, settings, plan: _Plan, new_vectors: dict, embed,
-               before: set[int], report: Report) -> None:
+def _edited(m: Memory, s: Shared, vectors: Vectors, model: str) -> tuple[Memory, Vector | None]:
+    """The memory as its teammate's file leaves it, with a new embedding if its text
+    changed."""
+    vector = vectors.of_edit(s.content) if s.content != m.content else None
+    after = m.copy(content=s.content, content_hash=content_hash(s.content),
+                   category=s.category, importance=s.importance,
+                   scope="shared", global_id=s.global_id,
+                   # the file's time is to the second: never before the memory began
+                   updated_at=max(s.updated_at or m.updated_at, m.created_at),
+                   code=_with_anchors(m.code, s.anchors))
+    after.tags = list(s.tags)
+    if vector is not None:
+        after.embedding_model = model
+    return after, vector
+
+
+def apply_new(store: MemoryStore, workspace: str, settings: Settings, plan: Plan,
+              vectors: Vectors, before: set[int], report: Report) -> None:
     """Memories new here, through the write path every memory takes (write lock held):
-    shared ones, joined only with what is shared here already."""
+    shared ones, joined only with what was here before; one ingest per author, then the
+    global ids merged into another in one commit."""
     if not plan.new:
         return
     # global ids merged into a memory that has another one: not brought in again (a
     # restart reads every file) but left alone, and their edits with them
     aliases: dict[str, str] = json.loads(store.db.meta(ALIASES) or "{}")
-    added_aliases: dict[str, str] = {}
-    groups: dict[str, list[Shared]] = defaultdict(list)  # by author: each keeps who wrote it
+    added: dict[str, str] = {}
     shared = _shared_now(store, workspace)  # after this sync's deletes and withdrawals
+    by_author: dict[str, list[Shared]] = defaultdict(list)  # each keeps who wrote it
     for s in plan.new:
         if aliases.get(s.global_id) not in shared:
-            groups[s.author].append(s)
-    for author, members in groups.items():
-        items = [Item(s.content, s.category, list(s.tags), s.importance,
-                      created_at=s.created_at, updated_at=s.updated_at,
-                      code=_with_anchors("", s.anchors), scope="shared",
-                      global_id=s.global_id) for s in members]
-        vectors = [new_vectors.get(s.content) for s in members]
-        vectors = [v if v is not None else embed([s.content])[0]
-                   for v, s in zip(vectors, members)]
-        # as memory_import: a teammate's memories are already distinct from each other,
-        # so they merge only with what was here before
-        outcomes = ingest(store, workspace, items, vectors, settings, merge_into=before,
-                          origin=Origin("import", author, TEAM_SESSION))
-        for s, outcome in zip(members, outcomes):
-            m = outcome.memory
-            entry = {"id": m.id, "global_id": s.global_id, "content": _brief(s.content)}
-            if outcome.status == "stored":
-                if outcome.conflicts:
-                    report.conflicts.append(
-                        {**entry, "conflicts": with_resolutions(m.id, outcome.conflicts)})
-                report.came_in.append(entry)
-                continue
-            name = store.catalog[m.id].global_id  # a shared memory: ingest joins no other
-            if name != s.global_id:
-                added_aliases[s.global_id] = name
-            report.merged.append({**entry, "status": outcome.status, "into": name})
-    if added_aliases:
-        store.commit(Changes(meta={ALIASES: json.dumps({**aliases, **added_aliases},
+            by_author[s.author].append(s)
+    for author, members in by_author.items():
+        outcomes = _ingest(store, workspace, settings, author, members, vectors, before)
+        added.update(_came_in(store, members, outcomes, report))
+    if added:
+        store.commit(Changes(meta={ALIASES: json.dumps({**aliases, **added},
                                                        sort_keys=True)}))
 
 
-def _apply_relations(store, workspace: str, pulled: dict[str, Shared], report: Report) -> None:
-    """The files' relations, between memories shared now only (write lock held)."""
+def _ingest(store: MemoryStore, workspace: str, settings: Settings, author: str,
+            members: list[Shared], vectors: Vectors, before: set[int]) -> list[Outcome]:
+    """One author's new memories, as memory_import brings an export's: already distinct
+    from each other, so they merge only with what was here before."""
+    items = [Item(s.content, s.category, list(s.tags), s.importance,
+                  created_at=s.created_at, updated_at=s.updated_at,
+                  code=_with_anchors("", s.anchors), scope="shared",
+                  global_id=s.global_id) for s in members]
+    return ingest(store, workspace, items, [vectors.of_new(s.content) for s in members],
+                  settings, merge_into=before, origin=Origin("import", author, TEAM_SESSION))
+
+
+def _came_in(store: MemoryStore, members: list[Shared], outcomes: list[Outcome],
+             report: Report) -> dict[str, str]:
+    """Report what ingest made of each file; returns the global ids merged into another
+    (the alias each is to be remembered by)."""
+    aliases: dict[str, str] = {}
+    for s, outcome in zip(members, outcomes):
+        m = outcome.memory
+        entry = _entry(m.id, s.global_id, s.content)
+        if outcome.status == "stored":
+            if outcome.conflicts:
+                report.conflicts.append(
+                    {**entry, "conflicts": with_resolutions(m.id, outcome.conflicts)})
+            report.came_in.append(entry)
+            continue
+        name = store.catalog[m.id].global_id  # a shared memory: ingest joins no other
+        if name != s.global_id:
+            aliases[s.global_id] = name
+        report.merged.append({**entry, "status": outcome.status, "into": name})
+    return aliases
+
+
+def apply_relations(store: MemoryStore, workspace: str, pulled: Pulled,
+                    report: Report) -> None:
+    """The files' relations, between memories shared now only, in one commit (write lock
+    held)."""
     by_gid = _shared_now(store, workspace)
-    edges_added, edges_removed = [], []
-    for s in pulled.values():
+    edges_added: list[Edge] = []
+    edges_removed: list[Edge] = []
+    for s in pulled.files.values():
         m = by_gid.get(s.global_id)
         if s.deleted or m is None:
             continue
@@ -595,26 +445,15 @@ def _apply_relations(store, workspace: str, pulled: dict[str, Shared], report: R
         report.relations = len(edges_added)
 
 
+def _entry(memory_id: int, global_id: str, content: str) -> MemoryEntry:
+    return {"id": memory_id, "global_id": global_id, "content": _brief(content)}
+
+
 def _brief(text: str) -> str:
     return text if len(text) <= 80 else text[:80] + "…"
 
 
-def catalog_shared(store, memory_id: int) -> bool:
-    m = store.catalog.get(memory_id)
-    return m is not None and m.scope == "shared"
-
-
-def _unique(memories: list[Memory]) -> list[Memory]:
-    return list({m.id: m for m in memories}.values())
-
-
-def _differs(m: Memory, s: Shared) -> bool:
-    return (m.scope != "shared" or m.content != s.content or m.category != s.category
-            or list(m.tags) != list(s.tags) or m.importance != s.importance
-            or shared_anchors(m.code) != s.anchors)
-
-
-def _with_anchors(code: str, anchors: tuple) -> str:
+def _with_anchors(code: str, anchors: tuple[Anchor, ...]) -> str:
     """The memory's code context with a teammate's anchors (its branch stays as it was)."""
     if shared_anchors(code) == tuple(anchors):
         return code

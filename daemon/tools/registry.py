@@ -71,15 +71,13 @@ class ToolContext:
     origin: Origin = Origin()  # who asks: the provenance of what this call stores
     confinement: Confinement | None = None  # a remote caller's reach; None: the local user
     _store: MemoryStore | None = None
-    # what teammates' shared files brought in at the start of this call (team/sync.py)
-    team_sync: object = None
 
     @property
     def store(self) -> MemoryStore:
         """The workspace's database, opened on first use; released by close()."""
         if self._store is None:
             self._store = self.stores.acquire(self.workspace, self.db_path)
-            self.team_sync = team_check(self)
+            team_check(self)  # what it brought in waits for memory_sync (sync.unreported)
         return self._store
 
     def check_still_wanted(self) -> None:
@@ -95,12 +93,14 @@ class ToolContext:
             self._store = None
 
 
-def team_check(ctx: ToolContext):
+def team_check(ctx: ToolContext) -> team.Report | None:
     """Teammates' shared memories (a pull, a checkout): brought in on the first use of the
     store in a call, when the shared folder's fingerprint changed (a few stat calls
-    otherwise). A failure is logged, never the call's failure."""
+    otherwise); not for a store opened without team memory (StoreRegistry's open_team).
+    A failure is logged, never the call's failure."""
     store = ctx._store
-    team.attach(store)
+    if store is None or store.team is None:
+        return None
     try:
         return team.check(store, ctx.workspace, ctx.embedder.embed, ctx.settings)
     except Exception:  # noqa: BLE001 - the call goes on with what the store holds
