@@ -145,3 +145,70 @@ def result_json(result) -> dict:
 def error_text(result) -> str:
     assert result.is_error, f"expected a tool error, got {result.content[0].text[:300]}"
     return result.content[0].text
+
+
+# -- operations in process (tests/daemon/operations/) ----------------------------------------
+
+_LOADED: dict = {}
+
+
+def offline_embedder():
+    """The offline embedding model, loaded once in this process."""
+    if "offline" not in _LOADED:
+        from memnest_daemon.model.embedder import Embedder
+        _LOADED["offline"] = Embedder(OFFLINE_MODEL, threads=1)
+    return _LOADED["offline"]
+
+
+class OperationContext:
+    """A CallContext (daemon/operations/context.py) over a real MemoryStore opened in this
+    process on `root`/memory.lbug, for the workspace `root`/project, with the offline model:
+    what an operation's unit test hands it. `settings`: Settings fields to override.
+    `gone = True` makes check_still_wanted() refuse, as for a caller that hung up."""
+
+    def __init__(self, root: Path, workspace: str | None = None, **settings):
+        from dataclasses import replace
+
+        from memnest_daemon.core.config import Settings
+        from memnest_daemon.core.records import Origin
+        from memnest_daemon.store.store import MemoryStore
+        from memnest_daemon.team import sync as team
+        project = root / "project"
+        project.mkdir(parents=True, exist_ok=True)
+        self.workspace = workspace or str(project.resolve())
+        self.settings = replace(Settings.from_env(), **settings)
+        self.origin = Origin(via="agent", client="unit-test")
+        self.embedder = offline_embedder()
+        self.store = MemoryStore(str(root / "memory.lbug"), self.embedder.name,
+                                 self.embedder.dim, 64, 1, embed=self.embedder.embed)
+        team.attach(self.store)
+        self.progressed: list[tuple[float, float, str]] = []
+        self.gone = False
+
+    def progress(self, done: float, total: float, message: str) -> None:
+        self.progressed.append((done, total, message))
+
+    def check_still_wanted(self) -> None:
+        from memnest_daemon.core.errors import ToolError
+        if self.gone:
+            raise ToolError("cancelled", "the caller hung up")
+
+    def other(self, workspace: str) -> "OperationContext":
+        """A context of another workspace on the same store."""
+        twin = object.__new__(OperationContext)
+        twin.__dict__.update(self.__dict__, workspace=workspace, progressed=[])
+        return twin
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def stored_memories(ctx, *texts: str, tags: tuple[str, ...] = ()) -> list[int]:
+    """Memories of `ctx`'s workspace (an OperationContext), one per text, written through
+    curation/ingest.py as memory_store writes them; the texts should not merge."""
+    from memnest_daemon.curation.ingest import Item, ingest
+    vectors = ctx.embedder.embed(list(texts))
+    with ctx.store.writing():
+        outcomes = ingest(ctx.store, ctx.workspace, [Item(t, tags=list(tags)) for t in texts],
+                          vectors, ctx.settings)
+    return [o.memory.id for o in outcomes]
