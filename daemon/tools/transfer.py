@@ -8,7 +8,7 @@ from ..operations.importing import Imported, LinkTally, import_file
 from ..operations.transfer import FORMAT, VERSION_1
 from .registry import ToolContext, tool
 
-PATH = {"type": "string", "minLength": 1, "maxLength": 4096}
+PATH: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 4096}
 
 
 class ExportArgs(TypedDict, total=False):
