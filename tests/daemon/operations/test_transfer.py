@@ -176,3 +176,17 @@ def test_schema_errors_name_the_first_few_places_in_file_order(ctx):
     message = str(refused.value)
     assert "memories.0.importance" in message and "memories.2.importance" in message
     assert "memories.3." not in message
+
+
+def test_an_item_a_memory_here_already_covers_is_merged_without_changing_it(ctx):
+    longer = ("The billing service retries failed webhooks three times with exponential "
+              "backoff and random jitter.")
+    here, = stored_memories(ctx, longer, tags=("billing", "webhooks"))
+    before = ctx.store.catalog[here]
+    path = _file(ctx, "close.json", _doc({
+        "key": "a", "tags": ["billing"],
+        "content": "The billing service retries failed webhooks three times with "
+                   "exponential backoff and jitter."}))
+    done = import_file(ctx, path)
+    assert (done.memories.merged, done.memories.stored, done.existing_changed) == (1, 0, 0)
+    assert ctx.store.catalog[here] == before and len(ctx.store.catalog) == 1
