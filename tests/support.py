@@ -201,3 +201,14 @@ class OperationContext:
 
     def close(self) -> None:
         self.store.close()
+
+
+def stored_memories(ctx, *texts: str, tags: tuple[str, ...] = ()) -> list[int]:
+    """Memories of `ctx`'s workspace (an OperationContext), one per text, written through
+    curation/ingest.py as memory_store writes them; the texts should not merge."""
+    from memnest_daemon.curation.ingest import Item, ingest
+    vectors = ctx.embedder.embed(list(texts))
+    with ctx.store.writing():
+        outcomes = ingest(ctx.store, ctx.workspace, [Item(t, tags=list(tags)) for t in texts],
+                          vectors, ctx.settings)
+    return [o.memory.id for o in outcomes]

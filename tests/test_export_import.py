@@ -328,7 +328,7 @@ def test_unreadable_inputs_give_clear_errors(call, workspace):
 def test_links_in_a_file_are_bounded_and_written_without_quadratic_work(call, workspace):
     """40k edges once took 50 s under the write lock (a list searched for each one) while a
     search waited 49 s: links are counted in sets, written in chunks, and bounded."""
-    from memnest_daemon.tools.transfer import MAX_IMPORT_LINKS
+    from memnest_daemon.operations.transfer import MAX_IMPORT_LINKS
     folder = workspace / ".memnest"
     folder.mkdir(exist_ok=True)
     rows = [{"key": f"k{i}", "content": f"fact {i}: service s{i} reads queue q{i}"}

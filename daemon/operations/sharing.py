@@ -1,7 +1,11 @@
-"""Sharing memories with the team as a step of a write: refusing a secret before anything is
-written, sharing or unsharing what a write just left, and what the caller hears about it."""
+"""Sharing memories with the team: as a step of a write (refusing a secret before anything is
+written, sharing or unsharing what a write just left, and what the caller hears about it),
+as an operation of its own (share, unshare), and bringing teammates' shared files in now
+(sync_now)."""
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -9,7 +13,9 @@ import numpy as np
 from ..core.errors import invalid
 from ..core.records import Memory
 from ..store.store import MemoryStore
+from ..team import folder
 from ..team import sync as team
+from .context import CallContext
 
 
 def check_shareable(store: MemoryStore, ids: list[int],
@@ -53,3 +59,73 @@ def merge_sharing(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         elif key != "scope":
             out[key] = value
     return out
+
+
+# -- share, unshare and sync: memory_share's and memory_sync's work ----------------------------
+
+@dataclass(frozen=True)
+class SharedMemory:
+    id: int
+    global_id: str  # "" once unshared
+    file: str  # its file under .memnest/shared/, relative to the workspace (when shared)
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """What share() did: the memories found (in the order asked) and the ids not found."""
+    shared: bool  # False: unshared
+    memories: list[SharedMemory]
+    changed: list[int]  # ids whose scope changed (the others were so already)
+    missing: list[int]  # ids not in this workspace
+    removed_files: list[str]  # unsharing: the files removed, relative to the workspace
+    retired_global_ids: list[str]  # unsharing: ids no file may use again
+
+
+def share(ctx: CallContext, ids: list[int], shared: bool = True) -> Sharing:
+    """Share the workspace's memories with these ids (their files are written under
+    .memnest/shared/), or unshare them (their files removed, their global ids retired).
+    Refused, before anything changes, when a memory to share holds a secret."""
+    store = ctx.store
+    asked = list(dict.fromkeys(ids))
+    with store.writing():
+        ctx.check_still_wanted()
+        found = [m for i in asked
+                 if (m := store.catalog.get(i)) is not None and m.workspace == ctx.workspace]
+        try:
+            done = team.set_scope(store, ctx.workspace, found, shared)
+        except team.SecretFound as exc:
+            raise invalid(str(exc)) from None
+        now = [store.catalog[m.id] for m in found]
+    memories = [SharedMemory(m.id, m.global_id, f".memnest/shared/{m.global_id}.json")
+                for m in now]
+    found_ids = {m.id for m in found}
+    return Sharing(shared, memories, list(done["changed"]),
+                   [i for i in asked if i not in found_ids],
+                   list(done["removed_files"]), list(done["retired"]))
+
+
+@dataclass(frozen=True)
+class Synced:
+    """What sync_now() found: this sync's report and those of the syncs calls did on their
+    own since memory_sync last showed them, and the state of the shared folder."""
+    reports: list[team.Report]
+    problems: list[str]  # shared files that could not be imported, with why
+    ignored: Sequence[Mapping[str, object]]  # files naming a memory not shared here
+    shared_memories: int  # memories of the workspace shared now
+    folder: str  # the shared folder, absolute
+
+
+def sync_now(ctx: CallContext, everything: bool = False) -> Synced:
+    """Bring teammates' shared files in now (only those changed since the last look, or
+    `everything`)."""
+    store = ctx.store  # opening it may already have brought in what changed
+    now = team.sync(store, ctx.workspace, ctx.embedder.embed, ctx.settings,
+                    everything=everything)
+    reports = team.unreported(store, ctx.workspace)
+    if not any(r is now for r in reports):
+        reports.append(now)
+    problems = team.warnings(store, ctx.workspace)
+    ignored = team.ignored(store, ctx.workspace)
+    with store.reading():
+        shared = sum(m.scope == "shared" for m in store.in_scope(ctx.workspace))
+    return Synced(reports, problems, ignored, shared, folder.shared_path(ctx.workspace))

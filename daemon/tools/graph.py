@@ -1,12 +1,21 @@
-"""Graph tools: relations between memories, keep-separate verdicts, topics."""
+"""Graph tools: relations between memories, keep-separate verdicts, topics. The work is
+done in operations/linking.py."""
 from itertools import combinations
-from typing import Any
+from typing import Any, TypedDict
 
-from ..core.errors import invalid, not_found
+from ..core.errors import invalid
+from ..operations.linking import (
+    Link,
+    Linked,
+    Relation,
+    keep_separate,
+    relate,
+    topics,
+    unrelate,
+)
 from ..storage.database import RELATION_TYPES
-from ..store.changes import Changes
-from ..store.graph import pair
-from .common import ID, IDS, MAX_SAFE_INT, visible
+from ..store.changes import Edge
+from .common import ID, IDS, MAX_SAFE_INT
 from .registry import ToolContext, tool
 
 MAX_RELATIONS = 500
@@ -24,26 +33,30 @@ _EDGE: dict[str, Any] = {
 }
 
 
-def _edges_from_args(args: dict, many: str) -> tuple[list[dict], bool]:
+class EdgeArgs(TypedDict, total=False):
+    from_id: int
+    to_id: int
+    relationship: Relation
+
+
+class RelateArgs(EdgeArgs, total=False):
+    relations: list[EdgeArgs]
+
+
+def _links_from_args(args: RelateArgs) -> tuple[list[Link], bool]:
+    """The links asked for, and whether as a batch (`relations`) rather than one."""
     single = any(k in args for k in ("from_id", "to_id", "relationship"))
-    if single == (many in args):
-        raise invalid(f"give from_id and to_id (and relationship), or `{many}`; not both")
-    if many in args:
-        return list(args[many]), True
+    if single == ("relations" in args):
+        raise invalid("give from_id and to_id (and relationship), or `relations`; not both")
+    if "relations" in args:
+        return [_link(edge) for edge in args["relations"]], True
     if "from_id" not in args or "to_id" not in args:
         raise invalid("give both from_id and to_id")
-    return [args], False
+    return [_link(args)], False
 
 
-def _check_endpoints(ctx: ToolContext, store, edge: dict) -> str | None:
-    """Why this edge cannot be made, or None."""
-    a, b = edge["from_id"], edge["to_id"]
-    if a == b:
-        return f"memory {a} cannot be related to itself"
-    missing = [i for i in (a, b) if not visible(ctx, store.catalog.get(i))]
-    if missing:
-        return "no memory with id " + " or ".join(map(str, missing)) + " in this workspace"
-    return None
+def _link(edge: EdgeArgs) -> Link:
+    return Link(edge["from_id"], edge["to_id"], edge.get("relationship", "RELATED_TO"))
 
 
 @tool("memory_relate",
@@ -56,41 +69,37 @@ def _check_endpoints(ctx: ToolContext, store, edge: dict) -> str | None:
                                     "maxItems": MAX_RELATIONS}},
        "additionalProperties": False},
       idempotent=True)
-def memory_relate(ctx: ToolContext, args: dict) -> dict:
-    edges, batch = _edges_from_args(args, "relations")
-    store = ctx.store
-    results, created = [], []
-    with store.writing():
-        for edge in edges:
-            rel = edge.get("relationship", "RELATED_TO")
-            a, b = edge["from_id"], edge["to_id"]
-            problem = _check_endpoints(ctx, store, edge)
-            if problem:
-                if not batch:
-                    raise (invalid if a == b else not_found)(problem)
-                results.append({"from_id": a, "to_id": b, "relationship": rel,
-                                "status": "invalid" if a == b else "not_found",
-                                "error": problem})
-                continue
-            known = (rel, a, b) in store.graph.edges or (rel, a, b) in created
-            results.append({"from_id": a, "to_id": b, "relationship": rel,
-                            "status": "exists" if known else "created"})
-            if not known:
-                created.append((rel, a, b))
-        if created:
-            store.commit(Changes(edges_added=created))
-    if not batch:
-        result = results[0]
-        if result["relationship"] == "SUPERSEDES":
-            cycle = store.graph.supersession_cycle(result["from_id"])
-            if cycle:
-                result["supersession_cycle"] = cycle
-                result["warning"] = ("this closes a SUPERSEDES cycle; none of its members is "
-                                     "demoted until one of the links is removed with "
-                                     "memory_unrelate")
-        return result
-    return {"results": results, "created": sum(r["status"] == "created" for r in results),
-            "exists": sum(r["status"] == "exists" for r in results)}
+def memory_relate(ctx: ToolContext, args: RelateArgs) -> dict[str, Any]:
+    links, batch = _links_from_args(args)
+    done = relate(ctx, links, batch)
+    results = [_linked_view(r) for r in done.results]
+    if batch:
+        return {"results": results, "created": done.count("created"),
+                "exists": done.count("exists")}
+    result = results[0]
+    if done.supersession_cycle:
+        result["supersession_cycle"] = done.supersession_cycle
+        result["warning"] = ("this closes a SUPERSEDES cycle; none of its members is demoted "
+                             "until one of the links is removed with memory_unrelate")
+    return result
+
+
+def _linked_view(r: Linked) -> dict[str, Any]:
+    out: dict[str, Any] = {"from_id": r.link.from_id, "to_id": r.link.to_id,
+                           "relationship": r.link.relationship, "status": r.status}
+    if r.error:
+        out["error"] = r.error
+    return out
+
+
+class _Ends(TypedDict):
+    from_id: int
+    to_id: int
+
+
+class UnrelateArgs(_Ends, total=False):
+    relationship: Relation
+    both_directions: bool
 
 
 @tool("memory_unrelate",
@@ -105,25 +114,22 @@ def memory_relate(ctx: ToolContext, args: dict) -> dict:
                                                          "from_id (default false)."}},
        "required": ["from_id", "to_id"], "additionalProperties": False},
       destructive=True, idempotent=True)
-def memory_unrelate(ctx: ToolContext, args: dict) -> dict:
-    a, b = args["from_id"], args["to_id"]
-    directions = {(a, b), (b, a)} if args.get("both_directions") else {(a, b)}
-    store = ctx.store
-    with store.writing():
-        problem = _check_endpoints(ctx, store, args)
-        if problem:
-            raise (invalid if a == b else not_found)(problem)
-        doomed = [e for e in store.graph.between(a, b) if (e[1], e[2]) in directions
-                  and args.get("relationship") in (None, e[0])]
-        if doomed:
-            store.commit(Changes(edges_removed=doomed))
-        kept = [{"type": rel, "from_id": x, "to_id": y} for rel, x, y in store.graph.between(a, b)
-                if (x, y) == (b, a) and args.get("relationship") in (None, rel)]
-    out = {"status": "removed" if doomed else "not_found",
-           "removed": [{"type": rel, "from_id": x, "to_id": y} for rel, x, y in doomed]}
-    if kept:
-        out["kept_other_direction"] = kept  # so a model does not think they are gone too
+def memory_unrelate(ctx: ToolContext, args: UnrelateArgs) -> dict[str, Any]:
+    done = unrelate(ctx, args["from_id"], args["to_id"], args.get("relationship"),
+                    args.get("both_directions", False))
+    out: dict[str, Any] = {"status": done.status, "removed": _edges_view(done.removed)}
+    if done.kept_other_direction:  # so a model does not think they are gone too
+        out["kept_other_direction"] = _edges_view(done.kept_other_direction)
     return out
+
+
+def _edges_view(edges: list[Edge]) -> list[dict[str, Any]]:
+    return [{"type": rel, "from_id": x, "to_id": y} for rel, x, y in edges]
+
+
+class KeepSeparateArgs(TypedDict, total=False):
+    memory_ids: list[int]
+    pairs: list[list[int]]
 
 
 @tool("memory_keep_separate",
@@ -138,28 +144,21 @@ def memory_unrelate(ctx: ToolContext, args: dict) -> dict:
        },
        "additionalProperties": False},
       idempotent=True)
-def memory_keep_separate(ctx: ToolContext, args: dict) -> dict:
+def memory_keep_separate(ctx: ToolContext, args: KeepSeparateArgs) -> dict[str, Any]:
     if ("memory_ids" in args) == ("pairs" in args):
         raise invalid("give either `memory_ids` (every pair among them) or `pairs`")
     if "memory_ids" in args:
         wanted = list(combinations(dict.fromkeys(args["memory_ids"]), 2))
     else:
-        wanted = [tuple(p) for p in args["pairs"]]
-    store = ctx.store
-    results, new = [], []
-    with store.writing():
-        for a, b in wanted:
-            problem = _check_endpoints(ctx, store, {"from_id": a, "to_id": b})
-            if problem:
-                raise (invalid if a == b else not_found)(problem)
-            key = pair(a, b)
-            known = store.graph.kept_separate(a, b) or key in new
-            results.append({"pair": list(key), "status": "exists" if known else "recorded"})
-            if not known:
-                new.append(key)
-        if new:
-            store.commit(Changes(kept_separate=new))
-    return {"results": results, "recorded": len(new)}
+        wanted = [(a, b) for a, b in args["pairs"]]
+    verdicts = keep_separate(ctx, wanted)
+    return {"results": [{"pair": list(v.pair), "status": v.status} for v in verdicts],
+            "recorded": sum(v.status == "recorded" for v in verdicts)}
+
+
+class TopicsArgs(TypedDict, total=False):
+    limit: int
+    min_count: int
 
 
 @tool("memory_topics",
@@ -169,14 +168,7 @@ def memory_keep_separate(ctx: ToolContext, args: dict) -> dict:
                       "min_count": {"type": "integer", "minimum": 1, "maximum": MAX_SAFE_INT}},
        "additionalProperties": False},
       read_only=True, idempotent=True)
-def memory_topics(ctx: ToolContext, args: dict) -> dict:
-    store = ctx.store
-    counts: dict[str, int] = {}
-    with store.reading():
-        for m in store.in_scope(ctx.workspace):
-            for t in m.tags:
-                counts[t] = counts.get(t, 0) + 1
-    ranked = sorted(((t, n) for t, n in counts.items() if n >= args.get("min_count", 1)),
-                    key=lambda tn: (-tn[1], tn[0]))
-    shown = ranked[:args.get("limit", 10000)]
-    return {"topics": [{"name": t, "count": n} for t, n in shown], "total": len(ranked)}
+def memory_topics(ctx: ToolContext, args: TopicsArgs) -> dict[str, Any]:
+    found = topics(ctx, args.get("limit", 10000), args.get("min_count", 1))
+    return {"topics": [{"name": t.name, "count": t.count} for t in found.shown],
+            "total": found.total}

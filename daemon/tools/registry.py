@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 import jsonschema
-from jsonschema import validators
 
 from ..core.config import RETIRED_FUSION, Settings
 from ..core.errors import ToolError, invalid
 from ..core.records import Origin
+from ..core.strict_schema import StrictValidator
 from ..curation import admission
 from ..store.registry import StoreRegistry
 from ..store.store import MemoryStore
@@ -23,12 +23,6 @@ from ..team import sync as team
 
 if TYPE_CHECKING:  # the model's imports are heavy; the daemon loads them once, in main
     from ..model.embedder import Embedder
-
-# JSON Schema counts 2.0 as an integer; tools slice and count with these values, so only
-# real integers pass (and booleans, which Python treats as ints, do not).
-_TYPES = validators.Draft202012Validator.TYPE_CHECKER.redefine(
-    "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool))
-StrictValidator = validators.extend(validators.Draft202012Validator, type_checker=_TYPES)
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,23 @@
 """Team memory tools: memory_share (share or unshare existing memories) and memory_sync
-(bring teammates' shared files in now). The work is done in daemon/team/."""
-from ..core.errors import invalid
-from ..team import folder
+(bring teammates' shared files in now). The work is done in operations/sharing.py over
+daemon/team/."""
+from typing import Any, TypedDict
+
+from ..operations.sharing import Sharing, Synced, share, sync_now
 from ..team import sync as team
-from .common import ID, IDS, one_or_many, visible
+from .common import ID, IDS, one_or_many
 from .registry import ToolContext, tool
+
+# What each sync report adds up to in memory_sync's answer.
+_LISTS = ("came_in", "updated", "merged", "deleted", "unshared", "conflicts")
+_NOTES = ("privacy", "untrusted_content")
+_COUNTS = ("relations_added", "files_read")
+
+
+class ShareArgs(TypedDict, total=False):
+    id: int
+    ids: list[int]
+    unshare: bool
 
 
 @tool("memory_share",
@@ -20,33 +33,29 @@ from .registry import ToolContext, tool
                                   "description": "Stop sharing: remove their files."}},
        "additionalProperties": False},
       idempotent=True)
-def memory_share(ctx: ToolContext, args: dict) -> dict:
-    ids, _ = one_or_many(args, "id", "ids")
-    shared = not args.get("unshare", False)
-    store = ctx.store
-    with store.writing():
-        ctx.check_still_wanted()
-        found = [store.catalog[i] for i in dict.fromkeys(ids)
-                 if visible(ctx, store.catalog.get(i))]
-        missing = [i for i in dict.fromkeys(ids) if i not in {m.id for m in found}]
-        try:
-            done = team.set_scope(store, ctx.workspace, found, shared)
-        except team.SecretFound as exc:
-            raise invalid(str(exc)) from None
-        files = {m.id: f".memnest/shared/{store.catalog[m.id].global_id}.json"
-                 for m in found}
-    out = {"status": "shared" if shared else "unshared",
-           "memories": [{"id": m.id, "global_id": store.catalog[m.id].global_id,
-                         **({"file": files[m.id]} if shared else {})} for m in found],
-           "changed": done["changed"], "missing": missing}
-    if shared:
+def memory_share(ctx: ToolContext, args: ShareArgs) -> dict[str, Any]:
+    ids, _ = one_or_many(dict(args), "id", "ids")
+    return _share_view(share(ctx, ids, shared=not args.get("unshare", False)))
+
+
+def _share_view(done: Sharing) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "status": "shared" if done.shared else "unshared",
+        "memories": [{"id": m.id, "global_id": m.global_id,
+                      **({"file": m.file} if done.shared else {})} for m in done.memories],
+        "changed": done.changed, "missing": done.missing}
+    if done.shared:
         out["next"] = ("commit and push .memnest/shared/ (git add .memnest; git commit) so "
                        "teammates get them")
     else:
-        out["removed_files"] = done["removed_files"]
-        out["retired_global_ids"] = done["retired"]
+        out["removed_files"] = done.removed_files
+        out["retired_global_ids"] = done.retired_global_ids
         out["next"] = "commit the removal so teammates stop sharing them too"
     return out
+
+
+class SyncArgs(TypedDict, total=False):
+    all: bool
 
 
 @tool("memory_sync",
@@ -61,27 +70,23 @@ def memory_share(ctx: ToolContext, args: dict) -> dict:
                               "description": "Read every file, not only the changed ones."}},
        "additionalProperties": False},
       long_running=True)
-def memory_sync(ctx: ToolContext, args: dict) -> dict:
-    store = ctx.store  # may already have brought in what changed (ToolContext.store)
-    now = team.sync(store, ctx.workspace, ctx.embedder.embed, ctx.settings,
-                    everything=args.get("all", False))
-    # this sync and those the calls since the last memory_sync did on their own
-    reports = team.unreported(store, ctx.workspace)
-    if not any(r is now for r in reports):
-        reports.append(now)
-    out = team.Report(problems=team.warnings(store, ctx.workspace)).view()
-    for report in reports:
+def memory_sync(ctx: ToolContext, args: SyncArgs) -> dict[str, Any]:
+    return _sync_view(sync_now(ctx, everything=args.get("all", False)))
+
+
+def _sync_view(done: Synced) -> dict[str, Any]:
+    """The reports of this sync and of those since the last memory_sync, as one."""
+    out = team.Report(problems=done.problems).view()
+    for report in done.reports:
         view = report.view()
-        for key in ("came_in", "updated", "merged", "deleted", "unshared", "conflicts"):
+        for key in _LISTS:
             out[key] += view[key]
-        for key in ("privacy", "untrusted_content"):
+        for key in _NOTES:
             if view.get(key):
                 out[key] = out.get(key, []) + view[key]
-        out["relations_added"] += view["relations_added"]
-        out["files_read"] += view["files_read"]
-    out["ignored"] = team.ignored(store, ctx.workspace)
-    with store.reading():
-        shared = sum(m.scope == "shared" for m in store.in_scope(ctx.workspace))
-    out["shared_memories"] = shared
-    out["folder"] = folder.shared_path(ctx.workspace)
+        for key in _COUNTS:
+            out[key] += view[key]
+    out["ignored"] = list(done.ignored)
+    out["shared_memories"] = done.shared_memories
+    out["folder"] = done.folder
     return out

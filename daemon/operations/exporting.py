@@ -1,0 +1,103 @@
+"""Export: memory_export's work. A workspace's memories, relations and keep-separate verdicts
+written as one export file (transfer.py), under the workspace's .memnest/ (or the user's
+MEMNEST_OUTPUT_DIR)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, cast
+
+from memnest_proto.version import VERSION
+
+from ..core.anchors import CodeContext
+from ..core.records import Memory, utcnow
+from ..storage.safe_files import Confined, write_file
+from ..store.changes import Edge
+from .context import CallContext
+from .transfer import FORMAT, SIGNATURE, VERSION_1, CountName, EdgeRow, ExportFile, MemoryRow
+
+DEFAULT_DIR = ".memnest/exports"
+
+
+@dataclass(frozen=True)
+class Exported:
+    path: str  # the file written, absolute
+    counts: dict[CountName, int]
+    size: int  # bytes written
+    includes_workspace_paths: bool
+
+
+@dataclass(frozen=True)
+class _Content:
+    """What the workspace holds, read under one read lock."""
+    memories: list[Memory]
+    edges: list[Edge]
+    verdicts: list[tuple[int, int]]
+    model: str
+
+
+def export_memories(ctx: CallContext, path: str | None, with_paths: bool,
+                    confined: Confined | None = None) -> Exported:
+    """Write the workspace's memories to `path` (None: a new file under .memnest/exports/).
+    `with_paths`: record the workspace's absolute path; `confined`: a remote caller's
+    reach."""
+    content = _read(ctx)
+    doc = export_document(content.memories, content.edges, content.verdicts, content.model,
+                          ctx.workspace if with_paths else None)
+    data = (json.dumps(doc, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+    assert data.startswith(SIGNATURE)
+    default = f"{DEFAULT_DIR}/memories-{datetime.now(timezone.utc):%Y%m%d-%H%M%S-%f}.json"
+    written = write_file(ctx.workspace, path, default, data, SIGNATURE, "memory export",
+                         ctx.settings.output_dir, confined)
+    return Exported(written, doc["counts"], len(data), with_paths)
+
+
+def _read(ctx: CallContext) -> _Content:
+    store = ctx.store
+    with store.reading():
+        memories = sorted(store.in_scope(ctx.workspace), key=lambda m: m.id)
+        ids = {m.id for m in memories}
+        edges = sorted(e for e in store.graph.edges if e[1] in ids and e[2] in ids)
+        verdicts = sorted(p for p in store.graph.separate if p[0] in ids and p[1] in ids)
+        return _Content(memories, edges, verdicts, store.model)
+
+
+def export_document(memories: list[Memory], edges: list[Edge], verdicts: list[tuple[int, int]],
+                    model: str, workspace: str | None) -> ExportFile:
+    """The file's JSON: memories keyed "m<id>", links and verdicts naming those keys.
+    `workspace`: the workspace's path to record in it, or None to leave paths out."""
+    # built in the order of the file's fields, header first
+    doc: dict[str, Any] = {"format": FORMAT, "version": VERSION_1,
+                           "exported_at": _time(utcnow()), "generator": f"memnest {VERSION}",
+                           "embedding_model": model}
+    if workspace is not None:
+        doc["workspace"] = workspace
+    doc["counts"] = {"memories": len(memories), "edges": len(edges),
+                     "keep_separate": len(verdicts)}
+    doc["memories"] = [memory_row(m, model, workspace is not None) for m in memories]
+    doc["edges"] = [EdgeRow({"type": rel, "from": f"m{a}", "to": f"m{b}"})
+                    for rel, a, b in edges]
+    doc["keep_separate"] = [[f"m{a}", f"m{b}"] for a, b in verdicts]
+    return cast(ExportFile, doc)
+
+
+def memory_row(m: Memory, model: str, with_paths: bool) -> MemoryRow:
+    row: MemoryRow = {
+        "key": f"m{m.id}", "content": m.content, "category": m.category,
+        "tags": list(m.tags), "importance": m.importance, "access_count": m.access_count,
+        "created_at": _time(m.created_at), "updated_at": _time(m.updated_at),
+        "accessed_at": _time(m.accessed_at), "embedding_model": m.embedding_model or model}
+    if m.code and CodeContext.parse(m.code):  # anchors are workspace-relative
+        code: dict[str, Any] = json.loads(m.code)
+        row["code"] = code
+    if m.global_id:  # the name of its file in .memnest/shared/ (team/)
+        row["scope"] = m.scope
+        row["global_id"] = m.global_id
+    if with_paths:
+        row["workspace"] = m.workspace
+    return row
+
+
+def _time(ts: datetime | None) -> str | None:
+    return None if ts is None else ts.isoformat() + "Z"
