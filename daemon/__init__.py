@@ -3,7 +3,7 @@ import os
 
 # Set before numpy loads its BLAS: the daemon's products are small, memory-bound and run from
 # many request threads beside onnxruntime's, where BLAS threads only fight over the cores
-# (bench/RESULTS.md, performance 1).
+# (bench/RESULTS.md#search-profiles).
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 

@@ -5,7 +5,7 @@ that an engine upgrade that brings it back fails here, by name, before anything 
 real-ladybug 0.15.3, which memnest used before, fails the first two: after three rounds of
 `SET` on one row's STRING[] plus CHECKPOINT, other rows held shifted lists; and in random
 histories of writes, deletes, checkpoints and reopens, rows came back with other rows' tags
-or content, invalid UTF-8, or a file that no longer opened (bench/RESULTS.md item 40).
+or content, invalid UTF-8, or a file that no longer opened (bench/RESULTS.md#storage-engine).
 """
 import os
 import random

@@ -45,7 +45,7 @@ EXAMPLES = int(os.environ.get("MEMNEST_MODEL_EXAMPLES", "40" if SOAK else "6"))
 STEPS = int(os.environ.get("MEMNEST_MODEL_STEPS", "60" if SOAK else "30"))
 ORIGIN = {"via": "cli", "client": "model-test", "session": "history"}  # what every call claims
 RESTART_EVERY = 12  # calls between restarts at least: each costs a daemon start (~2 s)
-STEPS_RUN = Counter()  # by rule, for the summary line (bench/RESULTS.md records the soak's)
+STEPS_RUN = Counter()  # by rule, for the summary line (bench/RESULTS.md#model-tests)
 
 # Texts: pairs that differ by a few words (may merge), pairs that differ only in a value
 # (must never merge), and unrelated facts. Case and spacing variants are exact duplicates.

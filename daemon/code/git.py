@@ -19,7 +19,7 @@ from .git_cli import DIFF_SAFETY, run_git
 
 # Seconds before a cached repository is looked up again although its stamp (HEAD and the
 # branch's ref) did not change: a safety net, since a new git lookup costs several
-# processes and an agent's searches are often minutes apart (bench/RESULTS.md).
+# processes and an agent's searches are often minutes apart (bench/RESULTS.md#code-anchors).
 FULL_TTL = 600.0
 NEGATIVE_TTL = 2.0    # "not a repository" is believed this long (a `git init` is seen soon)
 MAX_CACHED = 256

@@ -73,7 +73,7 @@ def _stop_spinning_after_runs(model) -> None:
     """onnxruntime's worker threads keep spinning for a while after each run, in case more
     work follows at once. Between two searches it never does: the spinning burned more CPU
     than the embedding, on a core the search's ranking, the shim and the client were
-    waiting for (bench/RESULTS.md, performance 35). The session is rebuilt once with that
+    waiting for (bench/RESULTS.md#search-profiles). The session is rebuilt once with that
     setting, as fastembed does not pass session settings through; if that fails, the first
     one stays."""
     try:
@@ -158,7 +158,7 @@ class Embedder:
         ask alike), so recent ones are kept: a hit costs microseconds, not a model run.
         Queries that arrive while the model runs wait for it and then run together, as one
         batch: with several windows searching at once, one run of eight short queries costs
-        far less than eight runs (bench/RESULTS.md, "Queries embedded together")."""
+        far less than eight runs (bench/RESULTS.md#search-daemon-side)."""
         with self._cache_lock:
             cached = self._cache.get(text)
             if cached is not None:

@@ -20,13 +20,13 @@ from .term_table import TermTable
 _WORD = re.compile(r"\w+", re.UNICODE)
 COMMIT_DELAY_S = 0.25  # a write's keyword documents are committed this long after it
 # From this many rows a query reads a bound for every row (row_bound.py) and only the rows
-# that can matter in full: past it, memory traffic dominates (bench/RESULTS.md, perf. 17;
-# moved down from 20,000 in issue 24's seventh pass: the model's run between two searches
-# leaves little of the matrix in the cache).
+# that can matter in full: past it, memory traffic dominates, more so as the model's run
+# between two searches leaves little of the matrix in the cache
+# (bench/RESULTS.md#search-eight-at-once).
 BOUND_FROM_ROWS = 8192
 # A search with a high floor (conflict neighbours, merge candidates) gains from the bound much
 # earlier, since few rows reach the floor; a query's 100 best do not, so they wait for
-# BOUND_FROM_ROWS (bench/RESULTS.md, performance 27).
+# BOUND_FROM_ROWS (bench/RESULTS.md#search-profiles).
 FLOOR_BOUND_FROM_ROWS = 4096
 
 
@@ -189,7 +189,8 @@ class VectorIndex:
             return top_hits(ids, (self._matrix[rows] @ queries.T).T, k, min_score)
         if self.bounded(min_score):
             return self._bounded_top(queries, ids, rows, k, min_score)
-        # matrix @ queries.T, not queries @ matrix.T: the faster order (RESULTS.md, perf. 2)
+        # matrix @ queries.T, not queries @ matrix.T: the faster order
+        # (bench/RESULTS.md#search-profiles)
         scores = (self._matrix[:len(self._row)] @ queries.T).T
         return top_hits(ids, scores if rows is None else scores[:, rows], k, min_score)
 
@@ -312,7 +313,8 @@ class KeywordIndex:
         self._index = tantivy.Index(self._schema)
         self._writer = self._index.writer(heap_size=15_000_000, num_threads=1)
         self._lock = threading.Lock()
-        # A tantivy commit costs more than the rest of a single store (RESULTS.md, perf. 4).
+        # A tantivy commit costs more than the rest of a single store
+        # (bench/RESULTS.md#write-throughput).
         # Writes only stage their documents; the next search commits them first (so it always
         # sees every acknowledged write), and a timer commits a quiet index so searches rarely
         # wait.

@@ -3,7 +3,7 @@ memory id: importance, time of the last change, length in words, whether the tex
 question, whether the memory has tags.
 
 A ranking weighs hundreds of candidates to show ten; reading these from Memory objects was a
-Python loop per attribute and candidate (bench/RESULTS.md, "Fourth pass (issue 24)").
+Python loop per attribute and candidate (bench/RESULTS.md#search-ranking-arrays).
 Here they are one gather each. The write path keeps them (store.py: `_indexed`,
 `_unindexed`); Memory objects are never changed in place once stored, so a write is the only
 way any of them can change. Id 0 is never a memory's id: its slots stay empty.

@@ -2,7 +2,7 @@
 made from when a database holds one workspace (conflicts.py).
 
 Finding a memory's nearest memories costs a pass over the vector matrix, and a search shows
-ten memories it has usually not shown before (bench/RESULTS.md, performance 32).
+ten memories it has usually not shown before (bench/RESULTS.md#search-profiles).
 So each row of the table, once found, is kept, and a write changes only what it must:
 
 - a memory written or removed loses its own row;
@@ -24,10 +24,10 @@ from .indexes import top_hits
 
 KEPT = 11  # a memory's ten nearest others, and itself
 # A write of n vectors into an index of N rows compares n x N pairs to keep every row;
-# past this many (an import) it forgets them all (bench/RESULTS.md, performance 32).
+# past this many (an import) it forgets them all (bench/RESULTS.md#search-profiles).
 MAINTAIN_UP_TO = 4_000_000
 CHUNK = 128  # written vectors compared at a time
-MANY_VECTORS = 64  # from this many, vectors @ matrix.T (bench/RESULTS.md, issue 24 fifth pass)
+MANY_VECTORS = 64  # from this many, vectors @ matrix.T (bench/RESULTS.md#search-after-import)
 STATE = ("neighbour_floor", "neighbour_rows", "neighbour_ids", "neighbour_sims",
          "neighbour_count", "neighbour_verdicts", "neighbour_rule")  # what state() gives
 UNKNOWN, AGREE, DISAGREE = 0, 1, 2  # an entry's verdict: do the two name different values?

@@ -19,7 +19,7 @@ importance. Three fusion modes (MEMORY_FUSION):
 - rrf: reciprocal rank fusion, (K+1)/(K+rank) per channel; only each channel's ordering
   counts, so the two channels' scales cannot interact.
 
-bench/locomo.py measures them; bench/RESULTS.md records why the constants are what they are.
+bench/locomo.py measures them; bench/RESULTS.md#retrieval-quality.
 """
 import math
 from dataclasses import dataclass, field
@@ -42,7 +42,7 @@ IMPORTANCE_WEIGHT = 0.05
 RECENCY_WEIGHT = 0.05
 RECENCY_HALF_LIFE_DAYS = 30.0
 
-# context mode (chosen on LOCOMO: see bench/RESULTS.md; tuning.py holds them as one value)
+# context mode (bench/RESULTS.md#retrieval-quality; tuning.py holds them as one value)
 CONTEXT_VECTOR_WEIGHT = DEFAULT_TUNING.vector
 CONTEXT_KEYWORD_WEIGHT = DEFAULT_TUNING.keyword
 COVERAGE_WEIGHT = DEFAULT_TUNING.coverage
@@ -220,7 +220,8 @@ def scope_ids(store, flt: SearchFilter) -> frozenset[int] | None:
             return None
         if store.per_workspace.get(flt.workspace, 0) == len(catalog):
             return None  # the common case: one workspace per database
-    # Otherwise every memory is tested: keep the answer until a write (RESULTS.md, perf. 23).
+    # Otherwise every memory is tested: keep the answer until a write
+    # (bench/RESULTS.md#search-profiles).
     key = (flt.workspace, flt.category, tuple(flt.tags), flt.min_importance, flt.via,
            flt.client)
     version, known = store.scopes

@@ -13,7 +13,7 @@ project notes, 96 of 384 dimensions leave 2-7% of rows above the 100th best scor
 
 Each row's norm is kept as one more column of its low copy, and each query's as one more
 column of its own, so the whole bound is a single matrix product: adding the norms' product
-afterwards cost as much again as the product (bench/RESULTS.md, performance 30).
+afterwards cost as much again as the product (bench/RESULTS.md#search-profiles).
 """
 import numpy as np
 

@@ -4,7 +4,7 @@ a single int32 array (one segment per memory), with every term's document freque
 Context ranking asks, for a thousand or so memories per query, which of the query's terms each
 contains. As tuples of strings that was a Python set operation per memory and a few hundred
 bytes each; here it is a handful of numpy operations over the segments asked for, and 4 bytes
-per term (bench/RESULTS.md, performance 11 and 15).
+per term (bench/RESULTS.md#search-profiles).
 """
 from collections.abc import Iterable
 from itertools import islice
@@ -41,7 +41,7 @@ class TermTable:
         counts = []
         for terms in batch.values():
             terms = tuple(terms)
-            # at C speed: an open maps every term (bench/RESULTS.md, performance 18)
+            # at C speed: an open maps every term (bench/RESULTS.md#cold-open-memory)
             known_ids = list(map(known, terms))
             found: list[int] = known_ids if None not in known_ids else [  # type: ignore[assignment]
                 vocabulary.setdefault(t, len(vocabulary)) if i is None else i

@@ -2,7 +2,7 @@
 memory id, and from them every memory's neighbours in storage order.
 
 Context ranking (ranking.py) lifts a memory by its neighbours' evidence. Looking neighbours
-up memory by memory was a Python loop per query (bench/RESULTS.md, performance 15); here they
+up memory by memory was a Python loop per query (bench/RESULTS.md#search-profiles); here they
 are one gather from an array that is rebuilt (a few numpy passes, no Python loop) only when a
 memory is added, removed or moved. Id 0 is never a memory's id, so 0 means "no neighbour"
 and its slots stay empty in every array.

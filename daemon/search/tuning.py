@@ -1,7 +1,7 @@
 """The constants of context ranking in one value, so a bench can choose them on some
 conversations and report them on others (bench/locomo.py, leave-one-out) without touching the
 daemon's defaults, which are the figures users get. Why each default is what it is:
-bench/RESULTS.md (retrieval, issues 6 and 23)."""
+bench/RESULTS.md#retrieval-quality."""
 from dataclasses import dataclass
 
 

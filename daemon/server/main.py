@@ -78,8 +78,8 @@ def _setup_logging(to_stderr: bool) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     # Every call crosses Python threads (relay pumps, gRPC, the worker) that wait for the GIL;
-    # handing it on sooner than the default 5 ms speeds calls up (bench/RESULTS.md, "GIL
-    # hand-over").
+    # handing it on sooner than the default 5 ms speeds calls up
+    # (bench/RESULTS.md#search-profiles).
     sys.setswitchinterval(GIL_SWITCH_SECONDS)
     args = _arguments(argv)
     if args.socket:

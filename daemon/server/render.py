@@ -2,13 +2,11 @@
 (MEMORY_RESPONSE_FORMAT=toon in the MCP server's environment; memnest-mcp passes it on when
 its session starts).
 
-JSON is the default because it is the cheaper of the two for memnest's results, measured by
-bench/response_tokens.py (bench/RESULTS.md): on typical memory_search, memory_list,
-memory_get and memory_stats results TOON takes a median 12.6% more tokens than compact JSON
-with OpenAI's o200k_base and 5.9% more with the Claude tokenizer. Those records are not
-tabular (tags are lists, optional keys come and go), so TOON writes them as indented
-key: value blocks; its headline savings are against indented JSON, which the shim never
-sends. TOON is cheaper only for flat rows (a memory_query of scalar columns: 19-26% fewer)."""
+JSON is the default because it is the cheaper of the two for memnest's results (bench/
+response_tokens.py measures both; bench/RESULTS.md#response-format): memnest's records are
+not tabular (tags are lists, optional keys come and go), so TOON writes them as indented
+key: value blocks, and its savings are against indented JSON, which the shim never sends.
+TOON is cheaper only for flat rows, such as a memory_query of scalar columns."""
 import json
 import logging
 
