@@ -18,14 +18,17 @@ import time
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from memnest_proto import paths
 
 from ..client import DaemonClient, daemon_command
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from importlib.resources.abc import Traversable
+
+    from memnest_proto import memnest_pb2 as pb
 
 # The templates ship as package data (the repository's systemd/ and launchd/ folders).
 SYSTEMD_TEMPLATES = files("memnest_shims.cli.systemd")
@@ -45,11 +48,15 @@ DAEMON_ENV = (
 )
 
 
+# What install, uninstall and status find, as `service ... --json` prints it (with the steps).
+ServiceFacts = dict[str, Any]
+
+
 class ServiceError(Exception):
     """Install/uninstall could not do what was asked; the message says why and what to do."""
 
 
-def run(cmd: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
+def run(cmd: list[str], timeout: float = 60) -> "subprocess.CompletedProcess[str]":
     """Run a service-manager command (tests replace this)."""
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
@@ -144,7 +151,8 @@ def _systemd_value(value: str) -> str:
 
 def _template(folder: "Traversable", name: str) -> str:
     try:
-        return folder.joinpath(name).read_text(encoding="utf-8")
+        text: str = folder.joinpath(name).read_text(encoding="utf-8")
+        return text
     except FileNotFoundError:
         raise ServiceError(f"the service template {name} is missing from this install of "
                            "memnest; reinstall it") from None
@@ -190,15 +198,42 @@ def render_launchd(setup: Setup) -> bytes:
 
 # -- the report ------------------------------------------------------------------------------------
 
+StepKind = Literal["file", "command", "verify", "note", "skipped", "stopped"]
+
+
+class _StepText(TypedDict):
+    step: StepKind
+    text: str
+
+
+class Step(_StepText, total=False):
+    """One step of a report, with the facts it is about."""
+    path: str  # a file written, removed or that would be
+    command: list[str]  # run or that would be
+    exit: int  # of the command run
+    pid: int  # of the daemon stopped or found
+
+
 class Report:
     """Every step, as it happens: what was written, run, stopped or found."""
 
-    def __init__(self, out=print):
+    def __init__(self, out: "Callable[[str], None]" = print) -> None:
         self.out = out
-        self.steps: list[dict] = []
+        self.steps: list[Step] = []
 
-    def step(self, kind: str, text: str, **facts) -> None:
-        self.steps.append({"step": kind, "text": text, **facts})
+    def step(self, kind: StepKind, text: str, *, path: str | None = None,
+             command: list[str] | None = None, exit: int | None = None,
+             pid: int | None = None) -> None:
+        entry: Step = {"step": kind, "text": text}
+        if path is not None:
+            entry["path"] = path
+        if command is not None:
+            entry["command"] = command
+        if exit is not None:
+            entry["exit"] = exit
+        if pid is not None:
+            entry["pid"] = pid
+        self.steps.append(entry)
         self.out(text)
 
 
@@ -234,7 +269,7 @@ def _on_demand_note() -> str:
 
 
 def install(dry_run: bool = False, model: str | None = None, report: Report | None = None,
-            kind: str | None = None) -> dict:
+            kind: str | None = None) -> ServiceFacts:
     report = report or Report()
     kind = kind or platform()
     setup = Setup.current(model)
@@ -242,8 +277,9 @@ def install(dry_run: bool = False, model: str | None = None, report: Report | No
     files = list(contents)
     commands = _commands_install(kind, files)
     running, why = manager_running(kind)
-    result = {"manager": kind, "manager_running": running, "dry_run": dry_run,
-              "files": [str(f) for f in files], "commands": commands, "installed": False}
+    result: ServiceFacts = {"manager": kind, "manager_running": running, "dry_run": dry_run,
+                            "files": [str(f) for f in files], "commands": commands,
+                            "installed": False}
     if dry_run:
         for path, data in contents.items():
             report.step("file", f"# would write {path}:\n{data.decode().rstrip()}\n",
@@ -340,7 +376,7 @@ def _stop_on_demand_daemon(sock: Path, report: Report, keep_pid: int = 0) -> Non
                 pid=status.pid)
 
 
-def _verify(sock: Path, report: Report):
+def _verify(sock: Path, report: Report) -> "pb.StatusResponse":
     client = DaemonClient(sock, client_name="memnest-ctl service", autostart=False)
     deadline = time.monotonic() + VERIFY_TIMEOUT_S
     last = ""
@@ -363,14 +399,14 @@ def _verify(sock: Path, report: Report):
 
 
 def uninstall(dry_run: bool = False, report: Report | None = None,
-              kind: str | None = None) -> dict:
+              kind: str | None = None) -> ServiceFacts:
     report = report or Report()
     kind = kind or platform()
     files = [f for f in installed_files(kind) if f.exists()]
     running, why = manager_running(kind)
     commands = _commands_uninstall(kind) if running else []
-    result = {"manager": kind, "manager_running": running, "dry_run": dry_run,
-              "files": [str(f) for f in files], "commands": commands}
+    result: ServiceFacts = {"manager": kind, "manager_running": running, "dry_run": dry_run,
+                            "files": [str(f) for f in files], "commands": commands}
     if not files:
         report.step("note", "memnest is not installed as a service (no "
                     + " or ".join(str(f) for f in installed_files(kind)) + "); nothing to do")
@@ -395,12 +431,12 @@ def uninstall(dry_run: bool = False, report: Report | None = None,
     return result
 
 
-def status(kind: str | None = None) -> dict:
+def status(kind: str | None = None) -> ServiceFacts:
     """What is installed, what the manager says about it, and who serves the socket."""
     kind = kind or platform()
     files = {str(f): f.exists() for f in installed_files(kind)}
     running, why = manager_running(kind)
-    facts: dict = {"manager": kind, "manager_running": running, "files": files,
+    facts: ServiceFacts = {"manager": kind, "manager_running": running, "files": files,
                    "installed": bool(files) and all(files.values())}
     if not running:
         facts["manager_note"] = why
@@ -412,7 +448,7 @@ def status(kind: str | None = None) -> dict:
         except ServiceError:
             facts["up_to_date"] = None
     if running and kind == "systemd":
-        units = {}
+        units: dict[str, dict[str, str]] = {}
         for unit in (SOCKET_UNIT, SERVICE_UNIT):
             enabled = run(["systemctl", "--user", "is-enabled", unit]).stdout.strip()
             active = run(["systemctl", "--user", "is-active", unit]).stdout.strip()
