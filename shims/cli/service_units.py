@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from memnest_proto import paths
 
@@ -46,10 +46,6 @@ DAEMON_ENV = (
     "MEMNEST_BUFFER_POOL_MB", "MEMNEST_MAX_DB_GB", "MEMNEST_IDLE_CLOSE_MINUTES",
     "MEMNEST_LOG_LEVEL", "MEMNEST_LOG_FILE", "HF_HOME", "FASTEMBED_CACHE_PATH",
 )
-
-
-# What install, uninstall and status find, as `service ... --json` prints it (with the steps).
-ServiceFacts = dict[str, Any]
 
 
 class ServiceError(Exception):
@@ -237,6 +233,60 @@ class Report:
         self.out(text)
 
 
+# -- what install, uninstall and status find (`service ... --json` prints it, with the steps) --
+
+class _Acted(TypedDict):
+    manager: str
+    manager_running: bool
+    dry_run: bool
+    files: list[str]
+    commands: list[list[str]]
+
+
+class Uninstalled(_Acted):
+    """What uninstall did or would do."""
+
+
+class Installed(_Acted, total=False):
+    """What install did or would do; pid and version of the daemon that then answered."""
+    installed: bool
+    reason: str  # why nothing was installed
+    pid: int
+    version: str
+
+
+class UnitState(TypedDict):
+    enabled: str
+    active: str
+
+
+class _Daemon(TypedDict):
+    pid: int
+    version: str
+
+
+class DaemonFacts(_Daemon, total=False):
+    run_by: Literal["service", "on demand"]
+
+
+class _Found(TypedDict):
+    manager: str
+    manager_running: bool
+    files: dict[str, bool]  # path -> present
+    installed: bool
+
+
+class ServiceStatus(_Found, total=False):
+    """What is installed, what the manager says about it, and who serves the socket."""
+    manager_note: str  # why the manager is not running
+    up_to_date: bool | None  # None: what install would write cannot be told
+    units: dict[str, UnitState]
+    loaded: bool  # launchd's job
+    service_pid: int
+    socket: str
+    daemon: DaemonFacts | None
+
+
 # -- install / uninstall / status ------------------------------------------------------------------
 
 def _commands_install(kind: str, files: list[Path]) -> list[list[str]]:
@@ -269,7 +319,7 @@ def _on_demand_note() -> str:
 
 
 def install(dry_run: bool = False, model: str | None = None, report: Report | None = None,
-            kind: str | None = None) -> ServiceFacts:
+            kind: str | None = None) -> Installed:
     report = report or Report()
     kind = kind or platform()
     setup = Setup.current(model)
@@ -277,9 +327,9 @@ def install(dry_run: bool = False, model: str | None = None, report: Report | No
     files = list(contents)
     commands = _commands_install(kind, files)
     running, why = manager_running(kind)
-    result: ServiceFacts = {"manager": kind, "manager_running": running, "dry_run": dry_run,
-                            "files": [str(f) for f in files], "commands": commands,
-                            "installed": False}
+    result: Installed = {"manager": kind, "manager_running": running, "dry_run": dry_run,
+                         "files": [str(f) for f in files], "commands": commands,
+                         "installed": False}
     if dry_run:
         for path, data in contents.items():
             report.step("file", f"# would write {path}:\n{data.decode().rstrip()}\n",
@@ -325,7 +375,7 @@ def install(dry_run: bool = False, model: str | None = None, report: Report | No
         # The running service still has the previous unit: restart it (it drains first).
         _run_reported(["systemctl", "--user", "restart", SERVICE_UNIT], report)
     status = _verify(setup.socket, report)
-    result.update(installed=True, pid=status.pid, version=status.version)
+    result.update({"installed": True, "pid": status.pid, "version": status.version})
     return result
 
 
@@ -399,14 +449,14 @@ def _verify(sock: Path, report: Report) -> "pb.StatusResponse":
 
 
 def uninstall(dry_run: bool = False, report: Report | None = None,
-              kind: str | None = None) -> ServiceFacts:
+              kind: str | None = None) -> Uninstalled:
     report = report or Report()
     kind = kind or platform()
     files = [f for f in installed_files(kind) if f.exists()]
     running, why = manager_running(kind)
     commands = _commands_uninstall(kind) if running else []
-    result: ServiceFacts = {"manager": kind, "manager_running": running, "dry_run": dry_run,
-                            "files": [str(f) for f in files], "commands": commands}
+    result: Uninstalled = {"manager": kind, "manager_running": running, "dry_run": dry_run,
+                           "files": [str(f) for f in files], "commands": commands}
     if not files:
         report.step("note", "memnest is not installed as a service (no "
                     + " or ".join(str(f) for f in installed_files(kind)) + "); nothing to do")
@@ -431,13 +481,13 @@ def uninstall(dry_run: bool = False, report: Report | None = None,
     return result
 
 
-def status(kind: str | None = None) -> ServiceFacts:
+def status(kind: str | None = None) -> ServiceStatus:
     """What is installed, what the manager says about it, and who serves the socket."""
     kind = kind or platform()
     files = {str(f): f.exists() for f in installed_files(kind)}
     running, why = manager_running(kind)
-    facts: ServiceFacts = {"manager": kind, "manager_running": running, "files": files,
-                   "installed": bool(files) and all(files.values())}
+    facts: ServiceStatus = {"manager": kind, "manager_running": running, "files": files,
+                            "installed": bool(files) and all(files.values())}
     if not running:
         facts["manager_note"] = why
     if facts["installed"]:
@@ -448,7 +498,7 @@ def status(kind: str | None = None) -> ServiceFacts:
         except ServiceError:
             facts["up_to_date"] = None
     if running and kind == "systemd":
-        units: dict[str, dict[str, str]] = {}
+        units: dict[str, UnitState] = {}
         for unit in (SOCKET_UNIT, SERVICE_UNIT):
             enabled = run(["systemctl", "--user", "is-enabled", unit]).stdout.strip()
             active = run(["systemctl", "--user", "is-active", unit]).stdout.strip()
@@ -466,9 +516,12 @@ def status(kind: str | None = None) -> ServiceFacts:
         s = None
     finally:
         client.close()
+    daemon: DaemonFacts | None = None
+    if s is not None:
+        daemon = {"pid": s.pid, "version": s.version}
+        if facts.get("service_pid"):
+            daemon["run_by"] = "service" if s.pid == facts.get("service_pid") else "on demand"
     facts["socket"] = str(client.socket_path)
-    facts["daemon"] = None if s is None else {"pid": s.pid, "version": s.version}
-    if s is not None and facts.get("service_pid"):
-        facts["daemon"]["run_by"] = "service" if s.pid == facts["service_pid"] else "on demand"
+    facts["daemon"] = daemon
     return facts
 
