@@ -55,8 +55,7 @@ if TYPE_CHECKING:
 
     from ..client import DaemonClient
     from ..tool_json import ToolArguments, ToolResult
-    from .hook_formats import Editor, HookEvent, RawPayload
-    from .hook_text import MemoryLine
+    from .hook_types import Editor, HookEvent, MemoryLine, RawPayload
 
 EVENTS: "tuple[HookEvent, ...]" = ("session-start", "prompt", "stop", "answer")
 CLIENTS = formats.CLIENTS

@@ -21,57 +21,13 @@ payload and expect their own answer.
 """
 import json
 import os
-from typing import Literal, TypedDict, Union
+from typing import TYPE_CHECKING
 
-Editor = Literal["claude-code", "vscode", "cursor", "gemini", "codex", "kiro-cli", "kiro"]
-HookEvent = Literal["session-start", "prompt", "stop", "answer"]  # memnest-hook's events
-
-# An editor's hook JSON as read from stdin: its fields are the editor's, each read with a
-# check of its type (Payload), since nothing but the editor vouches for them.
-RawPayload = dict[str, object]
-
-
-class _ContextOutput(TypedDict):
-    hookEventName: str
-    additionalContext: str
-
-
-class ContextAnswer(TypedDict):
-    """Context added at session start or for a prompt (Claude Code, VS Code, Gemini, Codex)."""
-    hookSpecificOutput: _ContextOutput
-
-
-class CursorContext(TypedDict):
-    additional_context: str
-
-
-class _VSCodeStopOutput(TypedDict):
-    hookEventName: Literal["Stop"]
-    decision: Literal["block"]
-    reason: str
-
-
-class VSCodeStop(TypedDict):
-    """VS Code nests a stop hook's decision."""
-    hookSpecificOutput: _VSCodeStopOutput
-
-
-class CursorFollowup(TypedDict):
-    """Cursor sends it as the next user message."""
-    followup_message: str
-
-
-class StopDecision(TypedDict):
-    """Claude Code and Codex block the stop; Gemini denies it (the reason is the retry's
-    prompt)."""
-    decision: Literal["block", "deny"]
-    reason: str
-
-
-HookAnswer = Union[ContextAnswer, CursorContext, VSCodeStop, CursorFollowup, StopDecision]
+if TYPE_CHECKING:
+    from .hook_types import Editor, HookAnswer, HookEvent, RawPayload
 
 # the editor's event name -> memnest-hook's event
-EDITOR_EVENTS: dict[Editor, dict[str, HookEvent]] = {
+EDITOR_EVENTS: "dict[Editor, dict[str, HookEvent]]" = {
     "claude-code": {"SessionStart": "session-start", "UserPromptSubmit": "prompt",
                     "Stop": "stop"},
     "vscode": {"SessionStart": "session-start", "UserPromptSubmit": "prompt", "Stop": "stop"},
@@ -82,26 +38,26 @@ EDITOR_EVENTS: dict[Editor, dict[str, HookEvent]] = {
     "kiro-cli": {"agentSpawn": "session-start", "userPromptSubmit": "prompt", "stop": "stop"},
     "kiro": {"promptSubmit": "prompt"},
 }
-CLIENTS: tuple[Editor, ...] = tuple(EDITOR_EVENTS)
+CLIENTS: "tuple[Editor, ...]" = tuple(EDITOR_EVENTS)
 # What each editor lets a hook add, per memnest event: the rest is read, never answered.
-ADDS_CONTEXT: dict[Editor, tuple[HookEvent, ...]] = {
+ADDS_CONTEXT: "dict[Editor, tuple[HookEvent, ...]]" = {
     "claude-code": ("session-start", "prompt"), "vscode": ("session-start",),
     "cursor": ("session-start",), "gemini": ("session-start", "prompt"),
     "codex": ("session-start", "prompt"), "kiro-cli": ("session-start", "prompt"),
     "kiro": ("prompt",),
 }
 # Whose stop payload carries the turn's answer, and whom a stop hook's answer reaches.
-ANSWER_IN_PAYLOAD: tuple[Editor, ...] = ("claude-code", "codex", "gemini")
-CONTINUES: tuple[Editor, ...] = ("claude-code", "vscode", "cursor", "gemini", "codex")
+ANSWER_IN_PAYLOAD: "tuple[Editor, ...]" = ("claude-code", "codex", "gemini")
+CONTINUES: "tuple[Editor, ...]" = ("claude-code", "vscode", "cursor", "gemini", "codex")
 # The most text an editor keeps of one hook's answer (Claude Code documents 10,000
 # characters; Kiro's CLI cuts at 10,240 bytes); a budget never goes above it.
-TEXT_CAP: dict[Editor, int] = {"claude-code": 10000, "vscode": 10000, "kiro-cli": 10000}
+TEXT_CAP: "dict[Editor, int]" = {"claude-code": 10000, "vscode": 10000, "kiro-cli": 10000}
 
 
 class Payload:
     """One hook run's input as memnest needs it, whichever editor sent it."""
 
-    def __init__(self, editor: Editor, raw: RawPayload):
+    def __init__(self, editor: "Editor", raw: "RawPayload"):
         self.editor = editor
         self.raw = raw
         self.event_name = _first(raw, "hook_event_name", "hookEventName")
@@ -121,12 +77,12 @@ class Payload:
             or (isinstance(loops, int) and not isinstance(loops, bool) and loops > 0)
         self.completed = editor != "cursor" or _first(raw, "status") in ("", "completed")
 
-    def event(self, asked: HookEvent) -> HookEvent:
+    def event(self, asked: "HookEvent") -> "HookEvent":
         """The memnest event this payload is, `asked` when the payload does not say."""
         return EDITOR_EVENTS[self.editor].get(self.event_name, asked)
 
 
-def _first(raw: RawPayload, *keys: str) -> str:
+def _first(raw: "RawPayload", *keys: str) -> str:
     for key in keys:
         value = raw.get(key)
         if isinstance(value, str):
@@ -134,7 +90,7 @@ def _first(raw: RawPayload, *keys: str) -> str:
     return ""
 
 
-def editor_of(raw: RawPayload, client: Editor) -> Editor:
+def editor_of(raw: "RawPayload", client: "Editor") -> "Editor":
     """Who sent this payload: Cursor's and VS Code's own fields name them whatever --client
     says (both run Claude Code's hooks); otherwise the editor --client names."""
     if client in ("claude-code", "vscode", "cursor"):
@@ -148,7 +104,7 @@ def editor_of(raw: RawPayload, client: Editor) -> Editor:
     return client
 
 
-def kiro_ide_payload() -> RawPayload:
+def kiro_ide_payload() -> "RawPayload":
     """Kiro's IDE passes the prompt in USER_PROMPT and may leave stdin open, so stdin is not
     read. No session id either: the Kiro process running the hook stands in for it."""
     return {"hook_event_name": "promptSubmit", "prompt": os.environ.get("USER_PROMPT", ""),
@@ -188,7 +144,7 @@ def editor_process() -> int:
     return pid
 
 
-def answer(editor: Editor, event: HookEvent, text: str) -> str:
+def answer(editor: "Editor", event: "HookEvent", text: str) -> str:
     """What to print for `text`: the editor's documented shape, or "" when the editor cannot
     take it for this event (printing anyway would show the user noise, or break a turn)."""
     if event == "stop":
@@ -213,9 +169,9 @@ def answer(editor: Editor, event: HookEvent, text: str) -> str:
     return _json({"hookSpecificOutput": {"hookEventName": name, "additionalContext": text}})
 
 
-def text_cap(editor: Editor) -> int:
+def text_cap(editor: "Editor") -> int:
     return TEXT_CAP.get(editor, 10000)
 
 
-def _json(value: HookAnswer) -> str:
+def _json(value: "HookAnswer") -> str:
     return json.dumps(value, ensure_ascii=False)

@@ -10,10 +10,12 @@ Claude and o200k tokenizers and checks that the estimate holds.
 """
 import json
 import os
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from .hook_types import CodeBranch, CodeCheck, MemoryLine
 
 PREVIEW_CHARS = 300
 MAX_CONFLICTS = 3  # unsettled pairs named in the digest
@@ -65,60 +67,10 @@ def budget_tokens(event: str, flag: int | None = None) -> int:
     return DEFAULT_TOKENS[event]
 
 
-# -- what the daemon says of a memory ------------------------------------------------------
-
-class _Anchor(TypedDict, total=False):
-    cites: str  # the symbol or lines the memory cites
-
-
-class _Branch(TypedDict, total=False):
-    written_on: str  # the unmerged branch it was written on
-
-
-class CodeCheck(TypedDict, total=False):
-    """What the daemon found of the code a memory cites."""
-    state: str  # "changed", "deleted", or as it was
-    anchors: list[_Anchor]
-    branch: _Branch
-
-
-class Conflict(TypedDict):
-    """Another memory this one conflicts with, as the daemon flags it."""
-    type: str  # "value_disagreement", ...
-    memory_id: int
-    similarity: float
-
-
-class Explain(TypedDict, total=False):
-    """Parts of a search score (memory_search with explain): those the recall floor reads."""
-    context: float
-    code: float
-
-
-class _Identified(TypedDict):
-    id: int
-
-
-class MemoryLine(_Identified, total=False):
-    """A memory as memory_list, memory_get and memory_search return it: the fields the hooks
-    read (each read as the daemon may leave it out)."""
-    content: str
-    category: str
-    updated_at: str
-    tags: list[str]
-    importance: int
-    code: CodeCheck
-    conflicts: list[Conflict]
-    untrusted_content: object  # what screening found, when it found anything
-    superseded: bool
-    score: float
-    explain: Explain
-
-
 # -- the digest and the recall ---------------------------------------------------------------
 
-def digest_text(memories: list[MemoryLine], workspace: str, budget: int | None = None,
-                today: str = "") -> tuple[str, list[MemoryLine]]:
+def digest_text(memories: "list[MemoryLine]", workspace: str, budget: int | None = None,
+                today: str = "") -> "tuple[str, list[MemoryLine]]":
     """The session-start digest of these memories (memory_get's, most important then most
     recent) within `budget` tokens, and the memories it shows."""
     def header(body: str, token: str = "") -> str:
@@ -139,8 +91,8 @@ def digest_text(memories: list[MemoryLine], workspace: str, budget: int | None =
     return header(body + _open_conflicts(memories, {m["id"] for m in shown})), shown
 
 
-def recall_fitted(results: list[MemoryLine], prompt: str = "", budget: int | None = None,
-                  today: str = "") -> tuple[str, list[MemoryLine]]:
+def recall_fitted(results: "list[MemoryLine]", prompt: str = "", budget: int | None = None,
+                  today: str = "") -> "tuple[str, list[MemoryLine]]":
     """The prompt hook's text for these search results, best first, within `budget` tokens,
     and the results it shows (empty when there are none)."""
     def header(body: str, token: str = "") -> str:
@@ -154,12 +106,13 @@ def recall_fitted(results: list[MemoryLine], prompt: str = "", budget: int | Non
     return header("\n".join(text for _, text in kept)), [r for r, _ in kept]
 
 
-def recall_text(results: list[MemoryLine], prompt: str = "") -> str:
+def recall_text(results: "list[MemoryLine]", prompt: str = "") -> str:
     return recall_fitted(results, prompt)[0]
 
 
-def _fit(lines: list[tuple[MemoryLine, str]], budget: int, header: "Callable[[str, str], str]",
-         tail: "Callable[[list[MemoryLine]], str]") -> list[tuple[MemoryLine, str]]:
+def _fit(lines: "list[tuple[MemoryLine, str]]", budget: int,
+         header: "Callable[[str, str], str]", tail: "Callable[[list[MemoryLine]], str]"
+         ) -> "list[tuple[MemoryLine, str]]":
     """The lines, in order, whose block, fence and all, stays within `budget` tokens. A line
     that does not fit is skipped, not the ones after it (a shorter one may still fit)."""
     kept: list[tuple[MemoryLine, str]] = []
@@ -171,7 +124,7 @@ def _fit(lines: list[tuple[MemoryLine, str]], budget: int, header: "Callable[[st
     return kept
 
 
-def line(m: MemoryLine, reasons: list[str]) -> str:
+def line(m: "MemoryLine", reasons: list[str]) -> str:
     content = " ".join(str(m.get("content", "")).split())
     if len(content) > PREVIEW_CHARS:
         content = content[:PREVIEW_CHARS] + "…"
@@ -191,7 +144,7 @@ def prompt_words(prompt: str) -> set[str]:
     return found
 
 
-def _recall_reasons(r: MemoryLine, words: set[str], today: str) -> list[str]:
+def _recall_reasons(r: "MemoryLine", words: set[str], today: str) -> list[str]:
     """A few words on why a search result came back: the prompt's words it holds, the code
     it cites, a tag the prompt names, its recency; "close in meaning" when none of those."""
     reasons = []
@@ -210,7 +163,7 @@ def _recall_reasons(r: MemoryLine, words: set[str], today: str) -> list[str]:
     return reasons or ["close in meaning"]
 
 
-def _digest_reasons(m: MemoryLine, today: str) -> list[str]:
+def _digest_reasons(m: "MemoryLine", today: str) -> list[str]:
     reasons = []
     importance = m.get("importance")
     if isinstance(importance, int) and importance >= 4:
@@ -223,7 +176,7 @@ def _digest_reasons(m: MemoryLine, today: str) -> list[str]:
     return reasons
 
 
-def _cites(m: MemoryLine) -> str:
+def _cites(m: "MemoryLine") -> str:
     found = m.get("code")
     code: CodeCheck = found if isinstance(found, dict) else {}
     anchors = code.get("anchors")
@@ -232,7 +185,7 @@ def _cites(m: MemoryLine) -> str:
     return ", ".join(names[:2])
 
 
-def _recent(m: MemoryLine, today: str) -> bool:
+def _recent(m: "MemoryLine", today: str) -> bool:
     """Changed within RECENT_DAYS of `today` (YYYY-MM-DD, "" for the clock's)."""
     day = str(m.get("updated_at", ""))[:10]
     if len(day) != 10:
@@ -250,7 +203,7 @@ def _quoted(word: str) -> str:
     return "\u201c" + word[:40] + "\u201d"
 
 
-def _open_conflicts(memories: list[MemoryLine], shown: set[int]) -> str:
+def _open_conflicts(memories: "list[MemoryLine]", shown: set[int]) -> str:
     """Memories of the digest that disagree with another on a value: for the agent to settle
     with the user."""
     pairs: list[tuple[int, int]] = []
@@ -269,7 +222,7 @@ def _open_conflicts(memories: list[MemoryLine], shown: set[int]) -> str:
             "when both do).")
 
 
-def _code_note(m: MemoryLine) -> str:
+def _code_note(m: "MemoryLine") -> str:
     """What the daemon found of the code the memory cites (memory_search's `code`)."""
     found = m.get("code")
     code: CodeCheck = found if isinstance(found, dict) else {}
@@ -279,7 +232,7 @@ def _code_note(m: MemoryLine) -> str:
     elif code.get("state") == "deleted":
         notes.append("the code it cites is gone: verify before relying on it")
     on = code.get("branch")
-    branch: _Branch = on if isinstance(on, dict) else {}
+    branch: CodeBranch = on if isinstance(on, dict) else {}
     if branch.get("written_on"):
         notes.append(f"written on unmerged branch {str(branch['written_on'])[:60]}")
     return f" ({'; '.join(notes)})" if notes else ""
