@@ -23,7 +23,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import grpc
 from memnest_proto import memnest_pb2 as pb
@@ -33,7 +35,10 @@ from memnest_proto.contract import MAX_MESSAGE_BYTES, SOCKET_ACTIVATION_VARS
 from memnest_proto.version import PROTOCOL_VERSION, VERSION, version_key
 
 from .daemon_process import process_alive
-from .errors import DaemonUnavailable, OutcomeUnknown, ToolFailure
+from .errors import DaemonUnavailable as DaemonUnavailable
+from .errors import OutcomeUnknown as OutcomeUnknown
+from .errors import ToolFailure as ToolFailure
+from .tool_json import ToolArguments, ToolResult
 
 log = logging.getLogger("memnest.client")
 
@@ -44,6 +49,9 @@ CHANNEL_CLOSE_DELAY_S = 0.5  # see DaemonClient.close()
 DRAIN_WAIT_S = 45.0
 # How long to let a service manager bring its daemon back after an upgrade before starting one.
 MANAGER_RESTART_WAIT_S = 15.0
+
+Answer = TypeVar("Answer")
+ProgressCallback = Callable[[float, float, str], None]  # (done, total, message)
 
 
 
@@ -70,7 +78,8 @@ class DaemonClient:
         self.autostart = autostart and not self.remote
         self.version, self.protocol = version, protocol
         self._channel: grpc.Channel | None = None
-        self._watcher = None  # our connectivity callback on _channel
+        # our connectivity callback on _channel
+        self._watcher: Callable[[grpc.ChannelConnectivity], None] | None = None
         self._stub: pb_grpc.MemnestStub | None = None
         self._checked_pid: int | None = None  # the daemon whose version we have accepted
         self._upgrade_tried = False
@@ -102,7 +111,7 @@ class DaemonClient:
             self._channel.subscribe(self._watcher)
         return self._stub
 
-    def _watch(self, channel: grpc.Channel):
+    def _watch(self, channel: grpc.Channel) -> Callable[[grpc.ChannelConnectivity], None]:
         """When a connection that was up goes down (the daemon exited, was replaced by an
         upgrade, or the channel idled), the next call checks the daemon's version again:
         gRPC reconnects by itself, possibly to another daemon."""
@@ -129,7 +138,7 @@ class DaemonClient:
         self._channel = self._stub = None
         self._checked_pid = None
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()  # a client dropped without close() must not leave a poller behind
         except Exception:  # noqa: BLE001 (interpreter shutdown: modules may be gone)
@@ -244,7 +253,7 @@ class DaemonClient:
         log_path = paths.log_file()
         started = time.monotonic()
         deadline = started + START_DEADLINE_S + hold_spawn_s
-        proc: subprocess.Popen | None = None
+        proc: subprocess.Popen[bytes] | None = None
         while time.monotonic() < deadline:
             status = self._probe()
             if status is not None:
@@ -272,7 +281,7 @@ class DaemonClient:
         from . import remote
         return remote.explain(self.remote, self._last_error)
 
-    def _spawn(self, log_path: Path) -> subprocess.Popen:
+    def _spawn(self, log_path: Path) -> subprocess.Popen[bytes]:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, MEMNEST_SOCKET=str(self.socket_path))
         for name in SOCKET_ACTIVATION_VARS:
@@ -343,8 +352,9 @@ class DaemonClient:
         return list(self._with_restart(
             lambda stub: stub.ListTools(pb.ListToolsRequest(), timeout=30)).tools)
 
-    def call_tool(self, tool: str, arguments: dict, workspace: str, db_path: str = "",
-                  on_progress=None, origin: dict[str, str] | None = None) -> dict:
+    def call_tool(self, tool: str, arguments: ToolArguments, workspace: str, db_path: str = "",
+                  on_progress: ProgressCallback | None = None,
+                  origin: dict[str, str] | None = None) -> ToolResult:
         """Run a tool; returns its JSON result or raises ToolFailure with the daemon's error.
         `origin` (via, client, session) is recorded with what the call stores."""
         request = pb.CallToolRequest(tool=tool, workspace=workspace, db_path=db_path,
@@ -356,7 +366,7 @@ class DaemonClient:
             response = self._with_restart(
                 lambda stub: stub.CallTool(request, timeout=CALL_DEADLINE_S))
         else:
-            def streamed(stub):
+            def streamed(stub: pb_grpc.MemnestStub) -> pb.CallToolResponse:
                 for event in stub.CallToolStream(request, timeout=CALL_DEADLINE_S):
                     if event.HasField("progress"):
                         on_progress(event.progress.progress, event.progress.total,
@@ -367,13 +377,15 @@ class DaemonClient:
             response = self._with_restart(streamed)
         if response.HasField("error"):
             raise ToolFailure(response.error.code, response.error.message)
-        return json.loads(response.result_json)
+        result: ToolResult = json.loads(response.result_json)
+        return result
 
-    def open_session(self, frames):
+    def open_session(self, frames: Iterator[pb.SessionFrame]) -> Iterator[pb.SessionFrame]:
         """An MCP session stream (memnest-mcp's pipe), starting or upgrading the daemon first
         if need be. No deadline: it lasts as long as the editor's connection."""
         self.ensure_running()
-        return self._connect().Session(frames)
+        responses: Iterator[pb.SessionFrame] = self._connect().Session(frames)
+        return responses
 
     def shutdown(self, reason: str) -> None:
         if self.remote:
@@ -395,7 +407,7 @@ class DaemonClient:
             time.sleep(0.1)
         return False
 
-    def _with_restart(self, call):
+    def _with_restart(self, call: Callable[[pb_grpc.MemnestStub], Answer]) -> Answer:
         """Run `call`; if the daemon is gone (crashed, killed, never started) before the
         call reached it, start it and try once more. A call that reached a daemon is never
         repeated: a daemon that died running it may have died of it, and a write may

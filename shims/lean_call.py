@@ -17,6 +17,10 @@ import socket
 import struct
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .tool_json import ToolArguments, ToolResult
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE = 0, 1, 3, 4, 6, 7, 8
@@ -41,8 +45,9 @@ class LeanToolError(Exception):
         self.code, self.message = code, message
 
 
-def call_tool(socket_path: Path, tool: str, arguments: dict, workspace: str, db_path: str,
-              client: str, timeout: float, origin: dict[str, str] | None = None) -> dict:
+def call_tool(socket_path: Path, tool: str, arguments: "ToolArguments", workspace: str,
+              db_path: str, client: str, timeout: float,
+              origin: dict[str, str] | None = None) -> "ToolResult":
     deadline = time.monotonic() + timeout
     origin = origin or {}
     who = b"".join([_string(1, origin.get("via", "")), _string(2, origin.get("client", "")),
@@ -226,7 +231,7 @@ def _read_varint(raw: bytes, i: int) -> tuple[int, int]:
             return value, i
 
 
-def _response(raw: bytes) -> dict:
+def _response(raw: bytes) -> "ToolResult":
     fields = _fields(raw)
     if 2 in fields:
         error = _fields(fields[2])
@@ -234,5 +239,6 @@ def _response(raw: bytes) -> dict:
                             error.get(2, b"").decode(errors="replace"))
     if 1 not in fields:
         raise LeanCallFailed("a reply with neither a result nor an error")
-    return json.loads(fields[1])
+    result: ToolResult = json.loads(fields[1])
+    return result
 

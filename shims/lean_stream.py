@@ -12,13 +12,33 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Literal, TypedDict, Union
 
 from memnest_proto.contract import SESSION_PREFACE, framed, read_framed
 
 from .lean_call import LeanCallFailed, _bytes, _string, _varint, fields, unary
 
 STATUS = "/memnest.v1.Memnest/Status"
-_END = object()
+
+
+class SessionStart(TypedDict, total=False):
+    """The fields of SessionStart (memnest.proto) the shim sends, by name."""
+    workspace: str
+    db_path: str
+    fallback_workspace: str
+    use_roots: bool
+    response_format: str
+    client: str
+    session_id: str
+    model: str
+    previous_version: str
+
+
+# What travels on a session, as (kind, value): out to the daemon, and in from it (a daemon
+# with no Session stream at all is "unsupported", told by the remote transport).
+OutFrame = Union[tuple[Literal["start"], SessionStart], tuple[Literal["message"], bytes]]
+InFrame = Union[tuple[Literal["message"], bytes], tuple[Literal["state"], tuple[str, str]],
+                tuple[Literal["closing"], str], tuple[Literal["unsupported"], str]]
 
 
 def status(socket_path: Path, timeout: float = 2.0) -> tuple[str, int, int]:
@@ -32,11 +52,12 @@ def status(socket_path: Path, timeout: float = 2.0) -> tuple[str, int, int]:
     return version.decode(errors="replace"), protocol, pid
 
 
-def start_frame(start: dict) -> bytes:
+def start_frame(start: SessionStart) -> bytes:
     """SessionFrame{start}: the fields of SessionStart by name (memnest.proto)."""
     numbers = {"workspace": 1, "db_path": 2, "fallback_workspace": 3, "response_format": 5,
                "client": 6, "session_id": 7, "model": 8, "previous_version": 9}
-    body = b"".join(_string(numbers[k], v) for k, v in start.items() if k in numbers)
+    body = b"".join(_string(numbers[k], v) for k, v in start.items()
+                    if k in numbers and isinstance(v, str))
     if start.get("use_roots"):
         body += _varint(4 << 3) + _varint(1)
     return _varint(1 << 3 | 2) + _varint(len(body)) + body  # kept even when empty
@@ -46,21 +67,22 @@ def message_frame(line: bytes) -> bytes:
     return _bytes(2, line)
 
 
-def read_frame(raw: bytes) -> tuple[str, object] | None:
+def read_frame(raw: bytes) -> InFrame | None:
     """A SessionFrame from the daemon as (kind, value), None for a kind this shim does not
     know (a newer daemon's)."""
     top = fields(raw)
-    if isinstance(top.get(2), bytes):
-        return "message", top[2]
-    if isinstance(top.get(3), bytes):
-        state = fields(top[3])  # type: ignore[arg-type]
-        return "state", (_text(state.get(1)), _text(state.get(2)))
-    if isinstance(top.get(4), bytes):
-        return "closing", _text(fields(top[4]).get(1))  # type: ignore[arg-type]
+    message, state, closing = top.get(2), top.get(3), top.get(4)
+    if isinstance(message, bytes):
+        return "message", message
+    if isinstance(state, bytes):
+        settled = fields(state)
+        return "state", (_text(settled.get(1)), _text(settled.get(2)))
+    if isinstance(closing, bytes):
+        return "closing", _text(fields(closing).get(1))
     return None
 
 
-def _text(value) -> str:
+def _text(value: bytes | int | None) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else ""
 
 
@@ -77,16 +99,16 @@ class LeanSession:
             self._sock.close()
             raise LeanCallFailed(f"no daemon on {socket_path}: {exc}") from None
         self._sock.settimeout(None)
-        self._incoming: queue.Queue = queue.Queue()
+        self._incoming: queue.Queue[InFrame | None] = queue.Queue()  # None: the end
         self._sock.sendall(SESSION_PREFACE)
         threading.Thread(target=self._read, name="lean-in", daemon=True).start()
         threading.Thread(target=self._write, args=(outgoing,), name="lean-out",
                          daemon=True).start()
 
-    def __iter__(self) -> Iterator[tuple[str, object]]:
+    def __iter__(self) -> Iterator[InFrame]:
         while True:
             item = self._incoming.get()
-            if item is _END:
+            if item is None:
                 return
             yield item
 
@@ -115,5 +137,5 @@ class LeanSession:
         except (OSError, ValueError, LeanCallFailed):
             return
         finally:
-            self._incoming.put(_END)
+            self._incoming.put(None)
             self.close()

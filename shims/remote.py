@@ -6,9 +6,14 @@ daemon records and authorises. Imported only when MEMNEST_REMOTE is set.
 """
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import DaemonUnavailable
+
+if TYPE_CHECKING:
+    import grpc
 
 ENV_REMOTE = "MEMNEST_REMOTE"
 ENV_CA, ENV_CERT, ENV_KEY = "MEMNEST_TLS_CA", "MEMNEST_TLS_CERT", "MEMNEST_TLS_KEY"
@@ -41,7 +46,7 @@ def _read(env: str, what: str, address: str, secret: bool = False) -> bytes:
     return data
 
 
-def channel(address: str, options: list):
+def channel(address: str, options: Sequence[tuple[str, str | int]]) -> "grpc.Channel":
     """A secure channel to the daemon at `address` with this client's certificate."""
     import grpc
     root = _read(ENV_CA, "CA certificate", address)

@@ -31,6 +31,7 @@ from pathlib import Path
 from .editor_configs import (
     Check,
     ConfigError,
+    Document,
     FilePlan,
     Plan,
     choose_model,
@@ -139,11 +140,11 @@ def mentions_memnest(command: str) -> bool:
         "memnest-ctl hook" in command
 
 
-def _without_ours(entries: list, grouped: bool = True) -> list:
+def _without_ours(entries: list[object], grouped: bool = True) -> list[object]:
     """The event's entries with memnest's hooks taken out (a group left empty goes)."""
     if not grouped:
         return [h for h in entries if not _ours(h)]
-    kept = []
+    kept: list[object] = []
     for group in entries:
         if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
             kept.append(group)
@@ -170,8 +171,8 @@ class HooksPlan(FilePlan):
     does: tuple[str, ...] = ()  # the memnest-hook events it runs
     entry: tuple[str, str] | None = None  # (servers key, name) of an MCP entry it also writes
 
-    def kept_others(self, written: dict) -> bool:
-        def others(document: dict) -> dict:
+    def kept_others(self, written: Document) -> bool:
+        def others(document: Document) -> Document:
             hooks = document.get("hooks") or {}
             document = json.loads(json.dumps(document))
             servers = document.get(self.entry[0]) if self.entry else None
@@ -215,7 +216,7 @@ def plan_hooks(client: str, workspace: Path, model: str | None = None,
         if not isinstance(entries, list):
             raise ConfigError(f"{target}: hooks.{event} is not a list; nothing was changed")
         commands[event] = hook_command(ours, workspace, chosen, spec.client, spec.pinned)
-        entry: dict = {"type": "command", "command": commands[event],
+        entry: Document = {"type": "command", "command": commands[event],
                        spec.timeout_key: timeout}
         if client == "gemini":
             entry = {"name": f"memnest-{ours}", **entry}
@@ -230,7 +231,7 @@ def plan_hooks(client: str, workspace: Path, model: str | None = None,
                      tuple(ours for ours, _ in spec.events.values()), merged_entry)
 
 
-def _kiro_agent(agent: dict, before: dict) -> tuple[str, ...]:
+def _kiro_agent(agent: Document, before: Document) -> tuple[str, ...]:
     """The rest of memnest's Kiro CLI agent: it sees every tool (an agent without `tools`
     gets none) and is told how to use memory, since Kiro's stop hook cannot ask."""
     agent.setdefault("name", "memnest")
@@ -255,7 +256,7 @@ def check_hooks(client: str, workspace: Path, model: str | None = None) -> list[
     except ConfigError as exc:
         return [Check(False, "hooks", str(exc), fix)]
     found = document.get("hooks")
-    hooks: dict = found if isinstance(found, dict) else {}
+    hooks: Document = found if isinstance(found, dict) else {}
     results = []
     for event, command in wanted.items():
         present = _our_commands(hooks.get(event), spec.grouped)

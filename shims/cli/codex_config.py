@@ -13,24 +13,26 @@ from pathlib import Path
 
 import tomllib
 
-from .editor_configs import ConfigError
+from .editor_configs import ConfigError, Document
 
 NAME_PATTERN = r'(?:{name}|"{name}"|\'{name}\')'
 _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
 
 
-def load_toml(path: Path) -> dict:
+def load_toml(path: Path) -> Document:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8-sig"))
+        document: Document = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+        return document
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML ({exc}); fix it or move it away, then run "
                           "this again. Nothing was changed.") from None
 
 
-def merged_text(text: str, name: str, entry: dict) -> str:
+def merged_text(text: str, name: str, entry: Document) -> str:
     """`text` with the tables of server `name` replaced by `entry`'s (at the end)."""
     own = {f"mcp_servers.{name}", f"mcp_servers.{name}.env"}
-    kept, skipping = [], False
+    kept: list[str] = []
+    skipping = False
     for line in text.splitlines():
         header = _HEADER.match(line)
         if header:
@@ -42,7 +44,7 @@ def merged_text(text: str, name: str, entry: dict) -> str:
     return (body + "\n\n" if body else "") + render(name, entry)
 
 
-def render(name: str, entry: dict) -> str:
+def render(name: str, entry: Document) -> str:
     main = {k: v for k, v in entry.items() if k != "env"}
     lines = [f"[mcp_servers.{_key(name)}]"]
     lines += [f"{_key(k)} = {_value(v)}" for k, v in main.items()]
@@ -57,7 +59,7 @@ def _key(key: str) -> str:
     return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
 
 
-def _value(value) -> str:
+def _value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):

@@ -12,9 +12,10 @@ from pathlib import Path
 
 from memnest_proto import memnest_pb2 as pb
 from memnest_proto import paths
-from memnest_proto.version import PROTOCOL_VERSION, VERSION
+from memnest_proto.version import PROTOCOL_VERSION, VERSION, version_key
 
-from ..client import DaemonClient, DaemonUnavailable, ToolFailure, version_key
+from ..client import DaemonClient
+from ..errors import DaemonUnavailable, ToolFailure
 from . import service_units
 from .editor_configs import ConfigError, mcp_command
 

@@ -50,13 +50,19 @@ from .hook_text import (  # noqa: F401 - what tests and callers read from here
 )
 
 if TYPE_CHECKING:
-    from ..client import DaemonClient
+    from collections.abc import Callable
+    from typing import TypeGuard
 
-EVENTS = ("session-start", "prompt", "stop", "answer")
+    from ..client import DaemonClient
+    from ..tool_json import ToolArguments, ToolResult
+    from .hook_types import Editor, HookEvent, MemoryLine, RawPayload
+
+EVENTS: "tuple[HookEvent, ...]" = ("session-start", "prompt", "stop", "answer")
 CLIENTS = formats.CLIENTS
 # Under a second each: with no daemon running, the hook that starts it gives up at its
 # budget and the daemon goes on starting for the next event.
-DEFAULT_BUDGET_MS = {"session-start": 900, "prompt": 800, "stop": 500, "answer": 300}
+DEFAULT_BUDGET_MS: "dict[HookEvent, int]" = {"session-start": 900, "prompt": 800, "stop": 500,
+                                             "answer": 300}
 MAX_INPUT_BYTES = 1 << 20  # the hook JSON; a prompt is far smaller
 MAX_TRANSCRIPT_TAIL = 4 << 20  # of the transcript, only the end is read (the last turn)
 MAX_PROMPT_CHARS = 2000  # of the prompt, what the search sees (the tool's own limit is larger)
@@ -177,8 +183,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _budget_ms(args: argparse.Namespace) -> int:
-    if args.budget_ms is not None:
-        return max(1, args.budget_ms)
+    flag: int | None = args.budget_ms
+    if flag is not None:
+        return max(1, flag)
     raw = os.environ.get("MEMNEST_HOOK_BUDGET_MS", "").strip()
     if raw.isdigit() and int(raw) > 0:
         return int(raw)
@@ -196,14 +203,14 @@ def _watchdog(event: str, budget_s: float) -> None:
     timer.start()
 
 
-def _read_input() -> dict:
+def _read_input() -> "RawPayload":
     data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
     if len(data) > MAX_INPUT_BYTES:
         raise _Skip(f"hook input over {MAX_INPUT_BYTES} bytes; ignored")
     if not data.strip():
         return {}
     # an invalid byte in a prompt costs that character, not the recall
-    payload = json.loads(data.decode("utf-8", "replace"), strict=False)  # a raw NUL too
+    payload: object = json.loads(data.decode("utf-8", "replace"), strict=False)  # a raw NUL too
     if not isinstance(payload, dict):
         raise _Skip("hook input is not a JSON object; ignored")
     return payload
@@ -312,7 +319,7 @@ def _prompt(event: Event) -> str:
                   {"query": prompt[:MAX_PROMPT_CHARS], "top_k": wanted,
                    "preview_chars": PREVIEW_CHARS, "explain": True})
     floor = _float_env("MEMNEST_RECALL_FLOOR", RECALL_FLOOR)
-    picked = [r for r in found["results"]
+    picked: list[MemoryLine] = [r for r in found["results"]
               if _direct_score(r) >= floor and not r.get("untrusted_content")
               and not r.get("superseded") and not session.was_shown(r)][:RECALL_LIMIT]
     text, shown = recall_fitted(picked, prompt, event.budget)
@@ -352,11 +359,11 @@ def _stop(event: Event) -> str:
     return CAPTURE_REQUEST
 
 
-_HANDLERS = {"session-start": _session_start, "prompt": _prompt, "stop": _stop,
-             "answer": _answer}
+_HANDLERS: "dict[HookEvent, Callable[[Event], str]]" = {
+    "session-start": _session_start, "prompt": _prompt, "stop": _stop, "answer": _answer}
 
 
-def _direct_score(result: dict) -> float:
+def _direct_score(result: "MemoryLine") -> float:
     """How well the memory itself matches the prompt: its score without the lift of its
     neighbours and without the demotion of stale code (a stale memory that matches is still
     shown, with the note saying to verify it)."""
@@ -366,7 +373,7 @@ def _direct_score(result: dict) -> float:
         - float(parts.get("code", 0))
 
 
-def _emit(event: str, text: str, client: str) -> None:
+def _emit(event: "HookEvent", text: str, client: "Editor") -> None:
     """Print `text` as `client` takes it for `event` (nothing when it cannot)."""
     out = formats.answer(client, event, text)
     if out:
@@ -385,7 +392,8 @@ class _Daemon:
         self._full: DaemonClient | None = None
         self.origin = {"via": "hook", "client": client, "session": session}
 
-    def call(self, tool: str, workspace: str, deadline: float, arguments: dict) -> dict:
+    def call(self, tool: str, workspace: str, deadline: float,
+             arguments: "ToolArguments") -> "ToolResult":
         from memnest_proto import paths
 
         from ..lean_call import LeanCallFailed, LeanToolError, call_tool
@@ -401,7 +409,8 @@ class _Daemon:
                 log_line("call", f"lean call failed ({exc}); using the full client")
         return self._full_call(tool, workspace, db_path, arguments)
 
-    def _full_call(self, tool: str, workspace: str, db_path: str, arguments: dict) -> dict:
+    def _full_call(self, tool: str, workspace: str, db_path: str,
+                   arguments: "ToolArguments") -> "ToolResult":
         from ..client import DaemonClient
         from ..errors import ToolFailure
         if self._full is None:
@@ -413,7 +422,8 @@ class _Daemon:
             raise _Skip(f"{tool}: {exc.message}") from None
 
 
-def _call(client: _Daemon, tool: str, workspace: str, deadline: float, arguments: dict) -> dict:
+def _call(client: _Daemon, tool: str, workspace: str, deadline: float,
+          arguments: "ToolArguments") -> "ToolResult":
     if time.monotonic() >= deadline:
         raise _Skip("out of time budget before the call")
     return client.call(tool, workspace, deadline, arguments)
@@ -426,7 +436,7 @@ class SessionState:
     runtime folder, 0700): memory ids with the updated_at they were shown at, the number of
     prompts, the prompt at which capture was last asked for."""
 
-    def __init__(self, path: Path | None, data: dict):
+    def __init__(self, path: Path | None, data: "dict[str, object]"):
         self.path = path
         shown = data.get("shown")
         self.shown: dict[str, str] = {str(k): str(v) for k, v in shown.items()} \
@@ -457,10 +467,10 @@ class SessionState:
                 data = {}
         return cls(path, data if isinstance(data, dict) else {})
 
-    def was_shown(self, m: dict) -> bool:
+    def was_shown(self, m: "MemoryLine") -> bool:
         return self.shown.get(str(m["id"])) == _version(m)
 
-    def mark_shown(self, m: dict) -> None:
+    def mark_shown(self, m: "MemoryLine") -> None:
         self.shown.pop(str(m["id"]), None)
         self.shown[str(m["id"])] = _version(m)
         while len(self.shown) > MAX_SHOWN:  # the oldest go first
@@ -485,7 +495,7 @@ class SessionState:
             raise
 
 
-def _version(m: dict) -> str:
+def _version(m: "MemoryLine") -> str:
     """What changes when a memory changes (updated_at alone has whole seconds)."""
     content = str(m.get("content", ""))[:PREVIEW_CHARS].encode()  # as a search preview has it
     return f"{m.get('updated_at')}:{hashlib.sha256(content).hexdigest()[:16]}"
@@ -498,13 +508,13 @@ def _float_env(name: str, default: float) -> float:
         return default
 
 
-def _int(value) -> int:
+def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def state_dir() -> Path:
     from memnest_proto import paths
-    folder = paths.socket_path().parent / "hooks"  # the daemon's private folder
+    folder: Path = paths.socket_path().parent / "hooks"  # the daemon's private folder
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     if folder.is_symlink() or folder.stat().st_uid != os.getuid():
         raise _Skip(f"{folder} is not a folder of this user; session state not kept")
@@ -564,7 +574,7 @@ def last_turn(transcript: str) -> Turn:
             continue
         message = entry.get("message")
         role = message.get("role") if isinstance(message, dict) else None
-        content = message.get("content") if isinstance(message, dict) else None
+        content: object = message.get("content") if isinstance(message, dict) else None
         if entry.get("type") == "user" and role == "user" and _is_prompt(content):
             turn.prompt = prompt_digest(_prompt_text(content))
             break
@@ -587,14 +597,14 @@ def _regular(fd: int) -> bool:
     return stat.S_ISREG(os.fstat(fd).st_mode)
 
 
-def _prompt_text(content) -> str:
+def _prompt_text(content: "str | list[object]") -> str:
     if isinstance(content, str):
         return content
     return " ".join(str(b.get("text", "")) for b in content
                     if isinstance(b, dict) and b.get("type") == "text")
 
 
-def _is_prompt(content) -> bool:
+def _is_prompt(content: object) -> "TypeGuard[str | list[object]]":
     """A user entry that is the person's prompt, not a tool result sent back to the agent."""
     if isinstance(content, str):
         return True

@@ -21,9 +21,13 @@ payload and expect their own answer.
 """
 import json
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .hook_types import Editor, HookAnswer, HookEvent, RawPayload
 
 # the editor's event name -> memnest-hook's event
-EDITOR_EVENTS: dict[str, dict[str, str]] = {
+EDITOR_EVENTS: "dict[Editor, dict[str, HookEvent]]" = {
     "claude-code": {"SessionStart": "session-start", "UserPromptSubmit": "prompt",
                     "Stop": "stop"},
     "vscode": {"SessionStart": "session-start", "UserPromptSubmit": "prompt", "Stop": "stop"},
@@ -34,25 +38,26 @@ EDITOR_EVENTS: dict[str, dict[str, str]] = {
     "kiro-cli": {"agentSpawn": "session-start", "userPromptSubmit": "prompt", "stop": "stop"},
     "kiro": {"promptSubmit": "prompt"},
 }
-CLIENTS = tuple(EDITOR_EVENTS)
+CLIENTS: "tuple[Editor, ...]" = tuple(EDITOR_EVENTS)
 # What each editor lets a hook add, per memnest event: the rest is read, never answered.
-ADDS_CONTEXT = {
+ADDS_CONTEXT: "dict[Editor, tuple[HookEvent, ...]]" = {
     "claude-code": ("session-start", "prompt"), "vscode": ("session-start",),
     "cursor": ("session-start",), "gemini": ("session-start", "prompt"),
     "codex": ("session-start", "prompt"), "kiro-cli": ("session-start", "prompt"),
     "kiro": ("prompt",),
 }
-ANSWER_IN_PAYLOAD = ("claude-code", "codex", "gemini")  # the stop payload carries the answer
-CONTINUES = ("claude-code", "vscode", "cursor", "gemini", "codex")  # a stop answer reaches it
+# Whose stop payload carries the turn's answer, and whom a stop hook's answer reaches.
+ANSWER_IN_PAYLOAD: "tuple[Editor, ...]" = ("claude-code", "codex", "gemini")
+CONTINUES: "tuple[Editor, ...]" = ("claude-code", "vscode", "cursor", "gemini", "codex")
 # The most text an editor keeps of one hook's answer (Claude Code documents 10,000
 # characters; Kiro's CLI cuts at 10,240 bytes); a budget never goes above it.
-TEXT_CAP = {"claude-code": 10000, "vscode": 10000, "kiro-cli": 10000}
+TEXT_CAP: "dict[Editor, int]" = {"claude-code": 10000, "vscode": 10000, "kiro-cli": 10000}
 
 
 class Payload:
     """One hook run's input as memnest needs it, whichever editor sent it."""
 
-    def __init__(self, editor: str, raw: dict):
+    def __init__(self, editor: "Editor", raw: "RawPayload"):
         self.editor = editor
         self.raw = raw
         self.event_name = _first(raw, "hook_event_name", "hookEventName")
@@ -72,12 +77,12 @@ class Payload:
             or (isinstance(loops, int) and not isinstance(loops, bool) and loops > 0)
         self.completed = editor != "cursor" or _first(raw, "status") in ("", "completed")
 
-    def event(self, asked: str) -> str:
+    def event(self, asked: "HookEvent") -> "HookEvent":
         """The memnest event this payload is, `asked` when the payload does not say."""
         return EDITOR_EVENTS[self.editor].get(self.event_name, asked)
 
 
-def _first(raw: dict, *keys: str) -> str:
+def _first(raw: "RawPayload", *keys: str) -> str:
     for key in keys:
         value = raw.get(key)
         if isinstance(value, str):
@@ -85,7 +90,7 @@ def _first(raw: dict, *keys: str) -> str:
     return ""
 
 
-def editor_of(raw: dict, client: str) -> str:
+def editor_of(raw: "RawPayload", client: "Editor") -> "Editor":
     """Who sent this payload: Cursor's and VS Code's own fields name them whatever --client
     says (both run Claude Code's hooks); otherwise the editor --client names."""
     if client in ("claude-code", "vscode", "cursor"):
@@ -99,7 +104,7 @@ def editor_of(raw: dict, client: str) -> str:
     return client
 
 
-def kiro_ide_payload() -> dict:
+def kiro_ide_payload() -> "RawPayload":
     """Kiro's IDE passes the prompt in USER_PROMPT and may leave stdin open, so stdin is not
     read. No session id either: the Kiro process running the hook stands in for it."""
     return {"hook_event_name": "promptSubmit", "prompt": os.environ.get("USER_PROMPT", ""),
@@ -139,7 +144,7 @@ def editor_process() -> int:
     return pid
 
 
-def answer(editor: str, event: str, text: str) -> str:
+def answer(editor: "Editor", event: "HookEvent", text: str) -> str:
     """What to print for `text`: the editor's documented shape, or "" when the editor cannot
     take it for this event (printing anyway would show the user noise, or break a turn)."""
     if event == "stop":
@@ -164,9 +169,9 @@ def answer(editor: str, event: str, text: str) -> str:
     return _json({"hookSpecificOutput": {"hookEventName": name, "additionalContext": text}})
 
 
-def text_cap(editor: str) -> int:
+def text_cap(editor: "Editor") -> int:
     return TEXT_CAP.get(editor, 10000)
 
 
-def _json(value: dict) -> str:
+def _json(value: "HookAnswer") -> str:
     return json.dumps(value, ensure_ascii=False)

@@ -10,6 +10,12 @@ Claude and o200k tokenizers and checks that the estimate holds.
 """
 import json
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .hook_types import CodeBranch, CodeCheck, MemoryLine
 
 PREVIEW_CHARS = 300
 MAX_CONFLICTS = 3  # unsettled pairs named in the digest
@@ -63,8 +69,8 @@ def budget_tokens(event: str, flag: int | None = None) -> int:
 
 # -- the digest and the recall ---------------------------------------------------------------
 
-def digest_text(memories: list[dict], workspace: str, budget: int | None = None,
-                today: str = "") -> tuple[str, list[dict]]:
+def digest_text(memories: "list[MemoryLine]", workspace: str, budget: int | None = None,
+                today: str = "") -> "tuple[str, list[MemoryLine]]":
     """The session-start digest of these memories (memory_get's, most important then most
     recent) within `budget` tokens, and the memories it shows."""
     def header(body: str, token: str = "") -> str:
@@ -85,8 +91,8 @@ def digest_text(memories: list[dict], workspace: str, budget: int | None = None,
     return header(body + _open_conflicts(memories, {m["id"] for m in shown})), shown
 
 
-def recall_fitted(results: list[dict], prompt: str = "", budget: int | None = None,
-                  today: str = "") -> tuple[str, list[dict]]:
+def recall_fitted(results: "list[MemoryLine]", prompt: str = "", budget: int | None = None,
+                  today: str = "") -> "tuple[str, list[MemoryLine]]":
     """The prompt hook's text for these search results, best first, within `budget` tokens,
     and the results it shows (empty when there are none)."""
     def header(body: str, token: str = "") -> str:
@@ -100,15 +106,16 @@ def recall_fitted(results: list[dict], prompt: str = "", budget: int | None = No
     return header("\n".join(text for _, text in kept)), [r for r, _ in kept]
 
 
-def recall_text(results: list[dict], prompt: str = "") -> str:
+def recall_text(results: "list[MemoryLine]", prompt: str = "") -> str:
     return recall_fitted(results, prompt)[0]
 
 
-def _fit(lines: list[tuple[dict, str]], budget: int, header, tail
-         ) -> list[tuple[dict, str]]:
+def _fit(lines: "list[tuple[MemoryLine, str]]", budget: int,
+         header: "Callable[[str, str], str]", tail: "Callable[[list[MemoryLine]], str]"
+         ) -> "list[tuple[MemoryLine, str]]":
     """The lines, in order, whose block, fence and all, stays within `budget` tokens. A line
     that does not fit is skipped, not the ones after it (a shorter one may still fit)."""
-    kept: list[tuple[dict, str]] = []
+    kept: list[tuple[MemoryLine, str]] = []
     for m, text in lines:
         trial = kept + [(m, text)]
         body = "\n".join(t for _, t in trial) + tail([k for k, _ in trial])
@@ -117,7 +124,7 @@ def _fit(lines: list[tuple[dict, str]], budget: int, header, tail
     return kept
 
 
-def line(m: dict, reasons: list[str]) -> str:
+def line(m: "MemoryLine", reasons: list[str]) -> str:
     content = " ".join(str(m.get("content", "")).split())
     if len(content) > PREVIEW_CHARS:
         content = content[:PREVIEW_CHARS] + "…"
@@ -129,7 +136,7 @@ def line(m: dict, reasons: list[str]) -> str:
 
 def prompt_words(prompt: str) -> set[str]:
     """The words of a prompt that can say why a memory matched it."""
-    found = set()
+    found: set[str] = set()
     for raw in prompt.lower().split()[:400]:
         word = raw.strip(".,;:!?()[]{}\"'`<>*")
         if len(word) >= 3 and word not in _STOPWORDS and any(c.isalpha() for c in word):
@@ -137,7 +144,7 @@ def prompt_words(prompt: str) -> set[str]:
     return found
 
 
-def _recall_reasons(r: dict, words: set[str], today: str) -> list[str]:
+def _recall_reasons(r: "MemoryLine", words: set[str], today: str) -> list[str]:
     """A few words on why a search result came back: the prompt's words it holds, the code
     it cites, a tag the prompt names, its recency; "close in meaning" when none of those."""
     reasons = []
@@ -156,7 +163,7 @@ def _recall_reasons(r: dict, words: set[str], today: str) -> list[str]:
     return reasons or ["close in meaning"]
 
 
-def _digest_reasons(m: dict, today: str) -> list[str]:
+def _digest_reasons(m: "MemoryLine", today: str) -> list[str]:
     reasons = []
     importance = m.get("importance")
     if isinstance(importance, int) and importance >= 4:
@@ -169,16 +176,16 @@ def _digest_reasons(m: dict, today: str) -> list[str]:
     return reasons
 
 
-def _cites(m: dict) -> str:
+def _cites(m: "MemoryLine") -> str:
     found = m.get("code")
-    code: dict = found if isinstance(found, dict) else {}
+    code: CodeCheck = found if isinstance(found, dict) else {}
     anchors = code.get("anchors")
     names = [str(a.get("cites"))[:80] for a in anchors if isinstance(a, dict) and a.get("cites")] \
         if isinstance(anchors, list) else []
     return ", ".join(names[:2])
 
 
-def _recent(m: dict, today: str) -> bool:
+def _recent(m: "MemoryLine", today: str) -> bool:
     """Changed within RECENT_DAYS of `today` (YYYY-MM-DD, "" for the clock's)."""
     day = str(m.get("updated_at", ""))[:10]
     if len(day) != 10:
@@ -196,13 +203,14 @@ def _quoted(word: str) -> str:
     return "\u201c" + word[:40] + "\u201d"
 
 
-def _open_conflicts(memories: list[dict], shown: set[int]) -> str:
+def _open_conflicts(memories: "list[MemoryLine]", shown: set[int]) -> str:
     """Memories of the digest that disagree with another on a value: for the agent to settle
     with the user."""
-    pairs = []
+    pairs: list[tuple[int, int]] = []
     for m in memories:
         for c in m.get("conflicts") or ():
-            pair = tuple(sorted((m["id"], c.get("memory_id"))))
+            low, high = sorted((m["id"], c["memory_id"]))
+            pair = (low, high)
             if m["id"] in shown and c.get("type") == "value_disagreement" \
                     and pair not in pairs:
                 pairs.append(pair)
@@ -214,17 +222,17 @@ def _open_conflicts(memories: list[dict], shown: set[int]) -> str:
             "when both do).")
 
 
-def _code_note(m: dict) -> str:
+def _code_note(m: "MemoryLine") -> str:
     """What the daemon found of the code the memory cites (memory_search's `code`)."""
     found = m.get("code")
-    code: dict = found if isinstance(found, dict) else {}
+    code: CodeCheck = found if isinstance(found, dict) else {}
     notes = []
     if code.get("state") == "changed":
         notes.append("the code it cites changed since: verify before relying on it")
     elif code.get("state") == "deleted":
         notes.append("the code it cites is gone: verify before relying on it")
     on = code.get("branch")
-    branch: dict = on if isinstance(on, dict) else {}
+    branch: CodeBranch = on if isinstance(on, dict) else {}
     if branch.get("written_on"):
         notes.append(f"written on unmerged branch {str(branch['written_on'])[:60]}")
     return f" ({'; '.join(notes)})" if notes else ""

@@ -18,14 +18,17 @@ import time
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from memnest_proto import paths
 
 from ..client import DaemonClient, daemon_command
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from importlib.resources.abc import Traversable
+
+    from memnest_proto import memnest_pb2 as pb
 
 # The templates ship as package data (the repository's systemd/ and launchd/ folders).
 SYSTEMD_TEMPLATES = files("memnest_shims.cli.systemd")
@@ -49,7 +52,7 @@ class ServiceError(Exception):
     """Install/uninstall could not do what was asked; the message says why and what to do."""
 
 
-def run(cmd: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
+def run(cmd: list[str], timeout: float = 60) -> "subprocess.CompletedProcess[str]":
     """Run a service-manager command (tests replace this)."""
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
@@ -144,7 +147,8 @@ def _systemd_value(value: str) -> str:
 
 def _template(folder: "Traversable", name: str) -> str:
     try:
-        return folder.joinpath(name).read_text(encoding="utf-8")
+        text: str = folder.joinpath(name).read_text(encoding="utf-8")
+        return text
     except FileNotFoundError:
         raise ServiceError(f"the service template {name} is missing from this install of "
                            "memnest; reinstall it") from None
@@ -190,16 +194,97 @@ def render_launchd(setup: Setup) -> bytes:
 
 # -- the report ------------------------------------------------------------------------------------
 
+StepKind = Literal["file", "command", "verify", "note", "skipped", "stopped"]
+
+
+class _StepText(TypedDict):
+    step: StepKind
+    text: str
+
+
+class Step(_StepText, total=False):
+    """One step of a report, with the facts it is about."""
+    path: str  # a file written, removed or that would be
+    command: list[str]  # run or that would be
+    exit: int  # of the command run
+    pid: int  # of the daemon stopped or found
+
+
 class Report:
     """Every step, as it happens: what was written, run, stopped or found."""
 
-    def __init__(self, out=print):
+    def __init__(self, out: "Callable[[str], None]" = print) -> None:
         self.out = out
-        self.steps: list[dict] = []
+        self.steps: list[Step] = []
 
-    def step(self, kind: str, text: str, **facts) -> None:
-        self.steps.append({"step": kind, "text": text, **facts})
+    def step(self, kind: StepKind, text: str, *, path: str | None = None,
+             command: list[str] | None = None, exit: int | None = None,
+             pid: int | None = None) -> None:
+        entry: Step = {"step": kind, "text": text}
+        if path is not None:
+            entry["path"] = path
+        if command is not None:
+            entry["command"] = command
+        if exit is not None:
+            entry["exit"] = exit
+        if pid is not None:
+            entry["pid"] = pid
+        self.steps.append(entry)
         self.out(text)
+
+
+# -- what install, uninstall and status find (`service ... --json` prints it, with the steps) --
+
+class _Acted(TypedDict):
+    manager: str
+    manager_running: bool
+    dry_run: bool
+    files: list[str]
+    commands: list[list[str]]
+
+
+class Uninstalled(_Acted):
+    """What uninstall did or would do."""
+
+
+class Installed(_Acted, total=False):
+    """What install did or would do; pid and version of the daemon that then answered."""
+    installed: bool
+    reason: str  # why nothing was installed
+    pid: int
+    version: str
+
+
+class UnitState(TypedDict):
+    enabled: str
+    active: str
+
+
+class _Daemon(TypedDict):
+    pid: int
+    version: str
+
+
+class DaemonFacts(_Daemon, total=False):
+    run_by: Literal["service", "on demand"]
+
+
+class _Found(TypedDict):
+    manager: str
+    manager_running: bool
+    files: dict[str, bool]  # path -> present
+    installed: bool
+
+
+class ServiceStatus(_Found, total=False):
+    """What is installed, what the manager says about it, and who serves the socket."""
+    manager_note: str  # why the manager is not running
+    up_to_date: bool | None  # None: what install would write cannot be told
+    units: dict[str, UnitState]
+    loaded: bool  # launchd's job
+    service_pid: int
+    socket: str
+    daemon: DaemonFacts | None
 
 
 # -- install / uninstall / status ------------------------------------------------------------------
@@ -234,7 +319,7 @@ def _on_demand_note() -> str:
 
 
 def install(dry_run: bool = False, model: str | None = None, report: Report | None = None,
-            kind: str | None = None) -> dict:
+            kind: str | None = None) -> Installed:
     report = report or Report()
     kind = kind or platform()
     setup = Setup.current(model)
@@ -242,8 +327,9 @@ def install(dry_run: bool = False, model: str | None = None, report: Report | No
     files = list(contents)
     commands = _commands_install(kind, files)
     running, why = manager_running(kind)
-    result = {"manager": kind, "manager_running": running, "dry_run": dry_run,
-              "files": [str(f) for f in files], "commands": commands, "installed": False}
+    result: Installed = {"manager": kind, "manager_running": running, "dry_run": dry_run,
+                         "files": [str(f) for f in files], "commands": commands,
+                         "installed": False}
     if dry_run:
         for path, data in contents.items():
             report.step("file", f"# would write {path}:\n{data.decode().rstrip()}\n",
@@ -289,7 +375,7 @@ def install(dry_run: bool = False, model: str | None = None, report: Report | No
         # The running service still has the previous unit: restart it (it drains first).
         _run_reported(["systemctl", "--user", "restart", SERVICE_UNIT], report)
     status = _verify(setup.socket, report)
-    result.update(installed=True, pid=status.pid, version=status.version)
+    result.update({"installed": True, "pid": status.pid, "version": status.version})
     return result
 
 
@@ -340,7 +426,7 @@ def _stop_on_demand_daemon(sock: Path, report: Report, keep_pid: int = 0) -> Non
                 pid=status.pid)
 
 
-def _verify(sock: Path, report: Report):
+def _verify(sock: Path, report: Report) -> "pb.StatusResponse":
     client = DaemonClient(sock, client_name="memnest-ctl service", autostart=False)
     deadline = time.monotonic() + VERIFY_TIMEOUT_S
     last = ""
@@ -363,14 +449,14 @@ def _verify(sock: Path, report: Report):
 
 
 def uninstall(dry_run: bool = False, report: Report | None = None,
-              kind: str | None = None) -> dict:
+              kind: str | None = None) -> Uninstalled:
     report = report or Report()
     kind = kind or platform()
     files = [f for f in installed_files(kind) if f.exists()]
     running, why = manager_running(kind)
     commands = _commands_uninstall(kind) if running else []
-    result = {"manager": kind, "manager_running": running, "dry_run": dry_run,
-              "files": [str(f) for f in files], "commands": commands}
+    result: Uninstalled = {"manager": kind, "manager_running": running, "dry_run": dry_run,
+                           "files": [str(f) for f in files], "commands": commands}
     if not files:
         report.step("note", "memnest is not installed as a service (no "
                     + " or ".join(str(f) for f in installed_files(kind)) + "); nothing to do")
@@ -395,13 +481,13 @@ def uninstall(dry_run: bool = False, report: Report | None = None,
     return result
 
 
-def status(kind: str | None = None) -> dict:
+def status(kind: str | None = None) -> ServiceStatus:
     """What is installed, what the manager says about it, and who serves the socket."""
     kind = kind or platform()
     files = {str(f): f.exists() for f in installed_files(kind)}
     running, why = manager_running(kind)
-    facts: dict = {"manager": kind, "manager_running": running, "files": files,
-                   "installed": bool(files) and all(files.values())}
+    facts: ServiceStatus = {"manager": kind, "manager_running": running, "files": files,
+                            "installed": bool(files) and all(files.values())}
     if not running:
         facts["manager_note"] = why
     if facts["installed"]:
@@ -412,7 +498,7 @@ def status(kind: str | None = None) -> dict:
         except ServiceError:
             facts["up_to_date"] = None
     if running and kind == "systemd":
-        units = {}
+        units: dict[str, UnitState] = {}
         for unit in (SOCKET_UNIT, SERVICE_UNIT):
             enabled = run(["systemctl", "--user", "is-enabled", unit]).stdout.strip()
             active = run(["systemctl", "--user", "is-active", unit]).stdout.strip()
@@ -430,9 +516,12 @@ def status(kind: str | None = None) -> dict:
         s = None
     finally:
         client.close()
+    daemon: DaemonFacts | None = None
+    if s is not None:
+        daemon = {"pid": s.pid, "version": s.version}
+        if facts.get("service_pid"):
+            daemon["run_by"] = "service" if s.pid == facts.get("service_pid") else "on demand"
     facts["socket"] = str(client.socket_path)
-    facts["daemon"] = None if s is None else {"pid": s.pid, "version": s.version}
-    if s is not None and facts.get("service_pid"):
-        facts["daemon"]["run_by"] = "service" if s.pid == facts["service_pid"] else "on demand"
+    facts["daemon"] = daemon
     return facts
 

@@ -21,6 +21,8 @@ import re
 import sys
 import threading
 import uuid
+from collections.abc import Iterator
+from typing import BinaryIO
 
 from memnest_proto.contract import MAX_MESSAGE_BYTES, RESPONSE_FORMATS
 from memnest_proto.version import VERSION
@@ -28,6 +30,7 @@ from memnest_proto.version import VERSION
 from .. import workspace as ws
 from ..daemon_process import process_alive
 from ..errors import DaemonUnavailable
+from ..lean_stream import InFrame, OutFrame, SessionStart
 from .transports import Transport
 
 log = logging.getLogger("memnest-mcp")
@@ -36,7 +39,9 @@ MAX_LINE = MAX_MESSAGE_BYTES - 4096  # room for the frame around the line
 INVALID_REQUEST, INTERNAL_ERROR = -32600, -32603
 REPLAY_ID = "memnest-replay-"
 GIVE_UP_AFTER = 3  # streams in a row that end before the daemon says anything
-_STOP = ("end", None)  # ends a connection's outgoing frames
+# A frame for a connection to send, with the key of the editor's request it carries; None
+# ends the connection's outgoing frames.
+Outgoing = tuple[str | None, OutFrame] | None
 _ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 OUTCOME_UNKNOWN = ("outcome_unknown: memnestd stopped while it was running this call, so "
                    "whether it took effect is unknown; it was not repeated, since it may be "
@@ -45,15 +50,16 @@ OUTCOME_UNKNOWN = ("outcome_unknown: memnestd stopped while it was running this 
                    "again")
 
 
-def _key(request_id) -> str:
-    """A request id as a dict key that keeps 1 and "1" apart."""
+def _key(request_id: object) -> str:
+    """A request id (a JSON number, string or null, as the editor sent it) as a dict key
+    that keeps 1 and "1" apart."""
     return json.dumps(request_id)
 
 
 class Connection:
     """One Session stream to one daemon."""
 
-    def __init__(self, frames: "queue.Queue", replay_key: str | None):
+    def __init__(self, frames: "queue.Queue[Outgoing]", replay_key: str | None):
         self.frames = frames
         self.replay_key = replay_key  # the replayed initialize, whose answer is ours
         self.version = ""
@@ -68,15 +74,16 @@ class Connection:
         self.frames.put((key, ("message", data)))
 
     def end(self) -> None:
-        self.frames.put((None, _STOP))
+        self.frames.put(None)
 
-    def outgoing(self):
+    def outgoing(self) -> Iterator[OutFrame]:
         """The frames for gRPC to send, noting which requests it took: one it never took
         cannot have reached the daemon."""
         while True:
-            key, frame = self.frames.get()
-            if frame is _STOP:
+            item = self.frames.get()
+            if item is None:
                 return
+            key, frame = item
             if key is not None:
                 self.taken.add(key)
             yield frame
@@ -87,7 +94,8 @@ class Connection:
 
 
 class Relay:
-    def __init__(self, transport: Transport, stdin=None, stdout=None):
+    def __init__(self, transport: Transport, stdin: BinaryIO | None = None,
+                 stdout: BinaryIO | None = None):
         self.transport = transport
         self.stdin = stdin or sys.stdin.buffer
         self.stdout = stdout or sys.stdout.buffer
@@ -95,7 +103,8 @@ class Relay:
         self._out_lock = threading.Lock()
         self.conn: Connection | None = None
         self.pending: dict[str, tuple[str, bytes]] = {}  # the editor's requests: method, line
-        self.initialize: dict | None = None  # the editor's initialize request, answered
+        # the editor's initialize request, answered
+        self.initialize: dict[str, object] | None = None
         self.initialized: bytes | None = None
         self._initialize_key: str | None = None
         self._replays = 0
@@ -153,7 +162,7 @@ class Relay:
             if forward:
                 self._send(line, key)
 
-    def _note_from_editor(self, message: dict, line: bytes) -> tuple[bool, str | None]:
+    def _note_from_editor(self, message: dict[str, object], line: bytes) -> tuple[bool, str | None]:
         """Track what the editor sends: whether it is for the daemon, and the key of the
         request it is, if it is one."""
         method = message.get("method")
@@ -214,18 +223,19 @@ class Relay:
 
     def _open_stream(self) -> None:
         version, pid = self.transport.ensure()  # starts or upgrades the daemon if need be
-        frames: queue.Queue = queue.Queue()
+        frames: queue.Queue[Outgoing] = queue.Queue()
         conn = Connection(frames, None)
         workspace, db_path = self.state or (ws.from_env() or "", ws.db_path_override())
         remote = bool(ws.remote())
-        frames.put((None, ("start", {
+        start: SessionStart = {
             "workspace": workspace, "db_path": db_path,
             "fallback_workspace": "" if remote else ws.from_cwd(), "use_roots": not remote,
             "response_format": os.environ.get("MEMORY_RESPONSE_FORMAT", ""),
             "client": f"memnest-mcp {VERSION} pid {os.getpid()}",
             "session_id": self.session_id,
             "model": os.environ.get("MEMORY_EMBEDDING_MODEL", "").strip(),
-            "previous_version": self.previous_version})))
+            "previous_version": self.previous_version}
+        frames.put((None, ("start", start)))
         if self.initialize is not None and self._initialize_key not in self.pending:
             self._replays += 1
             replay = {**self.initialize, "id": f"{REPLAY_ID}{self._replays}"}
@@ -243,24 +253,24 @@ class Relay:
 
     # -- from the daemon -------------------------------------------------------------------
 
-    def _receive(self, conn: Connection, responses) -> None:
+    def _receive(self, conn: Connection, responses: Iterator[InFrame]) -> None:
         try:
             self._relay_from_daemon(conn, responses)
         except Exception:  # a broken stream is a lost connection, whatever broke it
             log.exception("the stream from memnestd broke")
         self._lost(conn)
 
-    def _relay_from_daemon(self, conn: Connection, responses) -> None:
-        for kind, value in responses:
+    def _relay_from_daemon(self, conn: Connection, responses: Iterator[InFrame]) -> None:
+        for frame in responses:
             conn.received += 1
-            if kind == "message":
-                self._from_daemon(conn, value)
-            elif kind == "state":
+            if frame[0] == "message":
+                self._from_daemon(conn, frame[1])
+            elif frame[0] == "state":
                 with self._lock:
-                    self.state = value
-            elif kind == "closing":
+                    self.state = frame[1]
+            elif frame[0] == "closing":
                 conn.closing = True
-            elif kind == "unsupported":  # a daemon from before MCP sessions
+            elif frame[0] == "unsupported":  # a daemon from before MCP sessions
                 conn.refused = (f"memnestd {conn.version or '(older)'} at "
                                 f"{self.transport.address} cannot serve memnest-mcp {VERSION}: "
                                 "it predates MCP sessions in the daemon. Upgrade memnest where "
@@ -329,7 +339,7 @@ class Relay:
             else:
                 self._reply_error(request_id, INTERNAL_ERROR, why)
 
-    def _reply_error(self, request_id, code: int, message: str) -> None:
+    def _reply_error(self, request_id: object, code: int, message: str) -> None:
         self._write(json.dumps({"jsonrpc": "2.0", "id": request_id,
                                 "error": {"code": code, "message": message}}).encode())
 
@@ -339,7 +349,7 @@ class Relay:
             self.stdout.flush()
 
 
-def _tool_error(request_id, text: str) -> bytes:
+def _tool_error(request_id: object, text: str) -> bytes:
     """A tools/call answered with a tool error: the model reads it and can act on it."""
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "result": {
         "content": [{"type": "text", "text": text}], "isError": True}}).encode()

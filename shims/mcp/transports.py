@@ -26,6 +26,7 @@ from memnest_proto.version import PROTOCOL_VERSION, VERSION, version_key
 from .. import lean_stream
 from ..errors import DaemonUnavailable
 from ..lean_call import LeanCallFailed
+from ..lean_stream import InFrame, OutFrame
 
 log = logging.getLogger("memnest-mcp")
 ENSURE_TIMEOUT_S = 300.0  # a start waits up to 90 s, an upgrade drains up to 45 s on top
@@ -37,7 +38,7 @@ class Transport(Protocol):
     def ensure(self) -> tuple[str, int | None]:
         """Make sure a compatible daemon runs; its (version, pid), pid None when remote."""
 
-    def open(self, outgoing: Iterable[tuple]) -> Iterator[tuple[str, object]]:
+    def open(self, outgoing: Iterable[OutFrame]) -> Iterator[InFrame]:
         """A Session stream sending `outgoing`, iterated for what the daemon sends."""
 
 
@@ -80,7 +81,7 @@ class LocalTransport:
         if outcome.get("error"):
             raise DaemonUnavailable(str(outcome["error"]))
 
-    def open(self, outgoing: Iterable[tuple]) -> Iterator[tuple[str, object]]:
+    def open(self, outgoing: Iterable[OutFrame]) -> Iterator[InFrame]:
         try:
             return iter(lean_stream.LeanSession(self.socket_path, _encoded(outgoing)))
         except (LeanCallFailed, OSError) as exc:  # a daemon stopping as we connect
@@ -88,18 +89,18 @@ class LocalTransport:
                                     f"it opened: {exc}") from None
 
 
-def _encoded(outgoing: Iterable[tuple]) -> Iterator[bytes]:
-    for kind, value in outgoing:
-        if kind == "start":
-            yield lean_stream.start_frame(value)
-        elif kind == "message":
-            yield lean_stream.message_frame(value)
+def _encoded(outgoing: Iterable[OutFrame]) -> Iterator[bytes]:
+    for frame in outgoing:
+        if frame[0] == "start":
+            yield lean_stream.start_frame(frame[1])
+        elif frame[0] == "message":
+            yield lean_stream.message_frame(frame[1])
 
 
 class RemoteTransport:
     """The full gRPC client (mutual TLS to MEMNEST_REMOTE)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         from ..client import DaemonClient
 
         self.client = DaemonClient(client_name="memnest-mcp")
@@ -110,20 +111,20 @@ class RemoteTransport:
         self.client.ensure_running()
         return self.client.daemon_version, None
 
-    def open(self, outgoing: Iterable[tuple]) -> Iterator[tuple[str, object]]:
+    def open(self, outgoing: Iterable[OutFrame]) -> Iterator[InFrame]:
         import grpc
         from memnest_proto import memnest_pb2 as pb
 
-        def frames():
-            for kind, value in outgoing:
-                if kind == "start":
-                    yield pb.SessionFrame(start=pb.SessionStart(**value))
-                elif kind == "message":
-                    yield pb.SessionFrame(message=value)
+        def frames() -> Iterator[pb.SessionFrame]:
+            for frame in outgoing:
+                if frame[0] == "start":
+                    yield pb.SessionFrame(start=pb.SessionStart(**frame[1]))
+                elif frame[0] == "message":
+                    yield pb.SessionFrame(message=frame[1])
 
         responses = self.client.open_session(frames())
 
-        def incoming():
+        def incoming() -> Iterator[InFrame]:
             try:
                 for frame in responses:
                     kind = frame.WhichOneof("frame")

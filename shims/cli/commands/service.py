@@ -1,12 +1,9 @@
 """memnest-ctl service: run memnestd under systemd (Linux) or launchd (macOS)."""
 import argparse
-from typing import Any
+from collections.abc import Mapping
 
 from .. import service_units
 from ..common import Command, Failure, NothingInstalled, check_model, print_json
-
-# What service_units.status() finds, as `service status --json` prints it.
-ServiceFacts = dict[str, Any]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,15 +20,16 @@ def cmd_service(args: argparse.Namespace) -> None:
     check_model(getattr(args, "model", None))
     lines: list[str] = []
     report = service_units.Report(out=(lines.append if args.json else print))
+    result: Mapping[str, object]
     try:
         if args.action == "install":
             result = service_units.install(dry_run=args.dry_run, model=args.model, report=report)
         elif args.action == "uninstall":
             result = service_units.uninstall(dry_run=args.dry_run, report=report)
         else:
-            result = service_units.status()
+            result = facts = service_units.status()
             if not args.json:
-                print_status(result)
+                print_status(facts)
     except service_units.ServiceError as exc:
         raise Failure(str(exc)) from None
     if args.json:
@@ -40,7 +38,7 @@ def cmd_service(args: argparse.Namespace) -> None:
         raise NothingInstalled()  # a script must not take "no service manager" for success
 
 
-def print_status(facts: ServiceFacts) -> None:
+def print_status(facts: service_units.ServiceStatus) -> None:
     manager = facts["manager"]
     if facts["manager_running"]:
         print(f"manager  {manager} (running)")
