@@ -2,8 +2,8 @@
 messages written out by hand, over the Unix socket.
 
 For short-lived processes that make one call and exit (the agent hooks): importing grpcio
-and the generated messages costs more than the call itself (bench/RESULTS.md, "Hook
-latency"). This speaks only what a unary call needs: the client preface, SETTINGS (and their
+and the generated messages costs more than the call itself (bench/RESULTS.md#hook-latency).
+This speaks only what a unary call needs: the client preface, SETTINGS (and their
 acknowledgement), one HEADERS and DATA, then frames until the stream ends. Header blocks the
 daemon sends are not decoded: the reply is the message in the DATA frames. Anything else
 (no daemon, a trailers-only error, an unexpected frame) raises LeanCallFailed, and the

@@ -1,7 +1,7 @@
 """memnest-mcp's session with a local memnestd without grpcio: SessionFrames straight over
 the Unix socket (memnest_proto.contract.SESSION_PREFACE), their few protobuf fields written
 out by hand, and the daemon's Status as one unary HTTP/2 call (lean_call.py). grpcio alone
-is most of a shim's memory (bench/RESULTS.md, "The shim as a pipe"), and a shim lives as
+is most of a shim's memory (bench/RESULTS.md#shim-pipe), and a shim lives as
 long as its editor window; the daemon serves the session without gRPC on its side too.
 
 What the daemon's frames meant when the connection ends is for the relay to work out.

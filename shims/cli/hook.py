@@ -68,7 +68,7 @@ MAX_TRANSCRIPT_TAIL = 4 << 20  # of the transcript, only the end is read (the la
 MAX_PROMPT_CHARS = 2000  # of the prompt, what the search sees (the tool's own limit is larger)
 # Recall: a result is shown only when its score less the context channel (the lift from the
 # memories stored next to it, which a lone memory never gets) reaches this floor, chosen on
-# LOCOMO (bench/recall_floor.py --direct; bench/RESULTS.md, "Recall hook"). MEMNEST_RECALL_FLOOR
+# LOCOMO (bench/recall_floor.py --direct; bench/RESULTS.md#recall-floor). MEMNEST_RECALL_FLOOR
 # overrides it.
 RECALL_FLOOR = 0.97
 RECALL_LIMIT = 5
