@@ -7,6 +7,7 @@ from datetime import datetime
 import numpy as np
 
 from ..core.records import Memory, Origin, content_hash, utcnow
+from ..core.types import Category, OutcomeStatus, Scope
 from ..store.changes import Changes
 from .conflicts import conflicts, keeps_rows, settle_written, with_resolutions, workspace_ids
 from .freshness import merged
@@ -22,7 +23,7 @@ BRIEF_CONFLICTS_HINT = ("conflicts list the other memory's id only: read both wi
 @dataclass
 class Item:
     content: str
-    category: str = "general"
+    category: Category = "general"
     tags: list[str] = field(default_factory=list)
     importance: int = 3
     # Kept by memory_import; new memories get now / 0.
@@ -37,21 +38,21 @@ class Item:
     # `global_id` (memory_import, team sync: the caller makes sure the id is not in use);
     # without one it is created private and the caller shares it (team/sync.set_scope,
     # which refuses secrets).
-    scope: str = "private"
+    scope: Scope = "private"
     global_id: str = ""
 
 
 @dataclass
 class Outcome:
-    status: str            # stored | duplicate | merged
+    status: OutcomeStatus
     memory: Memory
     similarity: float | None = None
     conflicts: list = field(default_factory=list)
 
-    def view(self, brief_conflicts: bool = False) -> dict:
+    def view(self, brief_conflicts: bool = False) -> dict[str, object]:
         """`brief_conflicts`: each conflict as type, id and similarity only (a batch's
         results would otherwise repeat text and resolutions for every pair)."""
-        out = {"status": self.status, "id": self.memory.id,
+        out: dict[str, object] = {"status": self.status, "id": self.memory.id,
                "importance": self.memory.importance}
         if self.status == "merged":
             out["merged_into"] = self.memory.id
@@ -118,7 +119,7 @@ class _Batch:
         # existing memories merged into: (as they are to be, a new embedding or None)
         self.changed: dict[int, tuple[Memory, np.ndarray | None]] = {}
         self.holder: dict[int, int] = {}  # item index -> the new memory that carries its vector
-        self.intended: dict[int, str] = {}  # new memory -> the scope its item asked for
+        self.intended: dict[int, Scope] = {}  # new memory -> the scope its item asked for
 
     def changes(self) -> Changes:
         return Changes(inserted=list(self.new.values()), updated=list(self.changed.values()))
@@ -156,11 +157,11 @@ class _Batch:
                                        None)
         return self.changed[memory_id][0]
 
-    def scope_of(self, m: Memory) -> str:
+    def scope_of(self, m: Memory) -> Scope:
         """The scope a memory has, or is to have once the caller shares what it asked to."""
         return self.intended.get(m.id, m.scope)
 
-    def _holding(self, digest: str, scope: str) -> Memory | None:
+    def _holding(self, digest: str, scope: Scope) -> Memory | None:
         """The memory of `scope` whose text (as this batch has left it so far) is this one."""
         for m, _ in (*self.new.values(), *self.changed.values()):
             if m.content_hash == digest and self.scope_of(m) == scope:
@@ -205,7 +206,7 @@ class _Batch:
 
 
 def merge_candidate(candidates: list[tuple[Memory, float]], item: Item, settings,
-                    scope_of: Callable[[Memory], str] = lambda m: m.scope):
+                    scope_of: Callable[[Memory], Scope] = lambda m: m.scope):
     """The memory among (memory, cosine) `candidates` this item should merge into, if any:
     same scope and category, cosine at or above the dedup threshold, tags overlapping
     enough, and no value that differs between the two."""

@@ -22,8 +22,9 @@ from ..core import strict_json
 from ..core.anchors import MAX_CODE_JSON, CodeContext
 from ..core.config import Settings
 from ..core.errors import invalid
-from ..core.records import SCOPES, from_iso
+from ..core.records import from_iso
 from ..core.strict_schema import StrictValidator
+from ..core.types import SCOPES
 from ..curation import admission
 from ..curation.ingest import Item
 from ..storage.database import RELATION_TYPES
