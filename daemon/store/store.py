@@ -27,7 +27,7 @@ from ..search.timeline import Timeline
 from ..storage import vector_snapshot
 from ..storage.database import Database
 from .changes import ChangeRefused, Changes, refusal
-from .graph import Graph
+from .graph import Edge, Graph
 from .neighbours import NeighbourCache
 from .team_slot import TeamSlot
 
@@ -116,7 +116,8 @@ class MemoryStore:
             saved_next = 1
         self._next_id = max(max(self.catalog, default=0) + 1, saved_next)
         # An open store is many long-lived objects that every full pass of the cycle
-        # collector would walk, in whichever search was allocating (RESULTS.md, perf. 34).
+        # collector would walk, in whichever search was allocating (bench/RESULTS.md,
+        # Garbage collection).
         # Frozen, the collector leaves them be; closing a store thaws them
         # (StoreRegistry.close_idle) so that cycles among what it held can go.
         gc.freeze()
@@ -225,15 +226,24 @@ class MemoryStore:
                        if e not in self.graph.edges]
         verdicts = [p for p in dict.fromkeys(changes.kept_separate)
                     if p not in self.graph.separate]
-        inserted = [m for m, _ in changes.inserted]
-        # Small new rows leave their embeddings to the next checkpoint (Database.transaction):
-        # a single store then costs no checkpoint. Changes to existing memories cannot wait.
-        defer = changes.only_inserts() and self.db.can_defer(inserted)
         gone = [self.catalog[i] for i in dict.fromkeys(changes.deleted)]
         # memories whose links to the deleted ones go with them (for the hooks below)
         doomed = set(changes.deleted)
         unlinked = {a for _, a, b in self.graph.edges if b in doomed} \
             if gone and self.after_commit else set()
+        self._written(changes, edges_added, verdicts)
+        self._derived(changes, edges_added, verdicts)
+        for hook in self.after_commit:
+            hook(self, changes, gone, unlinked - doomed)
+
+    def _written(self, changes: Changes, edges_added: list[Edge],
+                 verdicts: list[tuple[int, int]]) -> None:
+        """commit()'s database transaction: `edges_added` and `verdicts` are the changes'
+        links and verdicts the store does not hold yet."""
+        inserted = [m for m, _ in changes.inserted]
+        # Small new rows leave their embeddings to the next checkpoint (Database.transaction):
+        # a single store then costs no checkpoint. Changes to existing memories cannot wait.
+        defer = changes.only_inserts() and self.db.can_defer(inserted)
         now = utcnow()
         with self.db.transaction(checkpoint=not defer) as db:
             if changes.deleted:
@@ -257,6 +267,10 @@ class MemoryStore:
                 db.set_meta(key, value)
             if changes.reap_topics:
                 db.reap_all_topics()
+
+    def _derived(self, changes: Changes, edges_added: list[Edge],
+                 verdicts: list[tuple[int, int]]) -> None:
+        """Everything derived from the database, brought up to what commit() wrote."""
         if changes.deleted:
             self._unindexed(changes.deleted)
         if changes.inserted or changes.updated:
@@ -270,8 +284,6 @@ class MemoryStore:
         for memory_id in changes.signal_of:
             self.signal.pop(memory_id, None)
         self.signal.update(changes.signal)
-        for hook in self.after_commit:
-            hook(self, changes, gone, unlinked - doomed)
 
     @contextmanager
     def rebuilt_afterwards(self) -> Iterator[None]:
