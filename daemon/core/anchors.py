@@ -6,7 +6,7 @@ Stored as one JSON text per memory (the Memory `code` column, "" for none) and r
 import json
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
-from typing import Literal, get_args
+from typing import Literal, TypedDict, get_args
 
 MAX_ANCHORS = 8          # per memory; more citations than this are not anchored
 MAX_ANCHOR_TEXT = 1000   # characters of the cited lines kept for a diff summary
@@ -114,6 +114,18 @@ def _well_typed(values: object) -> bool:
     return 0 <= values.get("start", 0) <= values.get("end", 0) or not values.get("start")
 
 
+class _Checked(TypedDict):
+    cites: str  # Anchor.where
+    state: AnchorState
+
+
+class AnchorView(_Checked, total=False):
+    """An anchor's check as a caller sees it."""
+    detail: str
+    diff: str
+    now_at: str  # where moved code is now
+
+
 @dataclass(frozen=True)
 class AnchorCheck:
     """What an anchor's code looks like now."""
@@ -124,8 +136,8 @@ class AnchorCheck:
     now: Anchor | None = None          # the anchor re-captured where the code is now (moved)
     notes: list[str] = field(default_factory=list)
 
-    def view(self) -> dict[str, str]:
-        out = {"cites": self.anchor.where, "state": self.state}
+    def view(self) -> AnchorView:
+        out = AnchorView(cites=self.anchor.where, state=self.state)
         if self.detail:
             out["detail"] = self.detail
         if self.diff:

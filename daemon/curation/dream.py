@@ -26,7 +26,7 @@ from ..store.changes import Changes
 from ..store.graph import Edge, pair, supersession_cycles
 from ..store.store import MemoryStore
 from .freshness import merged as merged_code
-from .freshness import stale_report
+from .freshness import stale_files
 from .values import disagree, same_subject, tag_overlap, value_disagreement
 
 STALE_FILES_LISTED = 50  # files named in a dream's stale_code; memory_stale lists them all
@@ -46,33 +46,21 @@ class Cluster(TypedDict):
     max_similarity: float
 
 
+class _StaleCounts(TypedDict):
+    anchored: int  # memories that cite code
+    stale: int
+    files: list[dict[str, object]]  # path, memory_ids
+
+
+class StaleCode(_StaleCounts, total=False):
+    """The memories whose cited code changed or went, by file."""
+    hint: str
+
+
 class Merged(TypedDict):
     survivor: int
     absorbed: int
     similarity: float
-
-
-class DreamReport(TypedDict, total=False):
-    """What memory_dream returns: the gates and the plan, then (unless a dry run) what was
-    done, or only the gates when they were shut (status "skipped")."""
-    workspace: str
-    dry_run: bool
-    gates: "Gates"
-    status: Literal["skipped", "planned", "done"]
-    scan_coverage: dict[str, object]
-    supersession_cycles: list[list[int]]
-    clusters: list[Cluster]
-    stale_code: dict[str, object]
-    orphan_topics: int  # a dry run: Topic nodes that would be removed
-    would_prune: list[int]
-    would_merge: list[Merged]
-    would_reembed: int
-    merged: list[Merged]
-    pruned: list[int]
-    reembedded: int
-    topics_reaped: int
-    graph: dict[str, int]
-    duration_ms: float
 
 
 class Gates(TypedDict):
@@ -83,6 +71,29 @@ class Gates(TypedDict):
     memories: int
     open: bool
     reasons: list[str]
+
+
+class DreamReport(TypedDict, total=False):
+    """What memory_dream returns: the gates and the plan, then (unless a dry run) what was
+    done, or only the gates when they were shut (status "skipped")."""
+    workspace: str
+    dry_run: bool
+    gates: Gates
+    status: Literal["skipped", "planned", "done"]
+    scan_coverage: dict[str, object]
+    supersession_cycles: list[list[int]]
+    clusters: list[Cluster]
+    stale_code: StaleCode
+    orphan_topics: int  # a dry run: Topic nodes that would be removed
+    would_prune: list[int]
+    would_merge: list[Merged]
+    would_reembed: int
+    merged: list[Merged]
+    pruned: list[int]
+    reembedded: int
+    topics_reaped: int
+    graph: dict[str, int]
+    duration_ms: float
 
 
 @dataclass
@@ -335,13 +346,15 @@ def apply_reembed(store: MemoryStore, snap: Snapshot, embedder: Embedder, ids: l
     return done
 
 
-def _stale_code(snap: Snapshot) -> dict:
+def _stale_code(snap: Snapshot) -> StaleCode:
     """The memories whose cited code changed or went, by file, for review (memory_stale has
     the same list; refreshing or correcting them is the agent's call, never dream's)."""
-    report, _ = stale_report([m for m in snap.memories.values() if m.code])
-    report["files"] = [{"path": f["path"], "memory_ids": sorted({m["id"] for m in f["memories"]})}
-                       for f in report["files"][:STALE_FILES_LISTED]]
-    if report["stale"]:
+    anchored = [m for m in snap.memories.values() if m.code]
+    files, stale, _ = stale_files(anchored)
+    report = StaleCode(anchored=len(anchored), stale=stale, files=[
+        {"path": f["path"], "memory_ids": sorted({m["id"] for m in f["memories"]})}
+        for f in files[:STALE_FILES_LISTED]])
+    if stale:
         report["hint"] = ("memory_stale shows what changed in each; refresh the memories "
                           "that still hold with memory_update(updates=[{id, "
                           "refresh_anchors: true}, …])")
