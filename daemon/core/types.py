@@ -26,13 +26,5 @@ OUTCOME_STATUSES: tuple[OutcomeStatus, ...] = get_args(OutcomeStatus)
 BATCH_STATUSES: tuple[BatchStatus, ...] = get_args(BatchStatus)
 
 
-def is_category(value: object) -> TypeGuard[Category]:
-    return value in CATEGORIES
-
-
-def is_scope(value: object) -> TypeGuard[Scope]:
-    return value in SCOPES
-
-
 def is_client_via(value: object) -> TypeGuard[ClientVia]:
     return value in CLIENT_VIAS
