@@ -1,6 +1,6 @@
 """Pairs of memories an agent should look at: near duplicates, and same-subject memories that
 disagree on a value. Reported on store and on search results, with the ways to settle them."""
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import numpy as np
@@ -37,16 +37,21 @@ def is_newer(a: Memory, b: Memory) -> bool:
     return (a.updated_at, a.id) > (b.updated_at, b.id)
 
 
-def with_resolutions(memory_id: int, found: list[ConflictFlag]) -> list[dict[str, object]]:
+class ResolvedFlag(ConflictFlag):
+    """A conflict flag with the two calls that settle its pair."""
+    resolutions: list[str]
+
+
+def with_resolutions(memory_id: int, found: Sequence[ConflictFlag]) -> list[ResolvedFlag]:
     """`found` (conflicts() of one memory) with the two calls that settle each pair."""
-    out: list[dict[str, object]] = []
+    out: list[ResolvedFlag] = []
     for flag in found:
         other = flag["memory_id"]
         newer, older = (other, memory_id) if flag["newer"] else (memory_id, other)
-        out.append({**flag, "resolutions": [
+        out.append(ResolvedFlag(**flag, resolutions=[
             f"memory_relate(from_id={newer}, to_id={older}, relationship='SUPERSEDES') if "
             f"#{newer} replaces #{older}",
-            f"memory_keep_separate(pairs=[[{memory_id}, {other}]]) if both hold"]})
+            f"memory_keep_separate(pairs=[[{memory_id}, {other}]]) if both hold"]))
     return out
 
 

@@ -18,6 +18,7 @@ import re
 import unicodedata
 import zlib
 from functools import lru_cache
+from typing import Any
 
 from ..core.content_memo import ContentMemo
 from ..storage.vector_snapshot import digest
@@ -237,8 +238,8 @@ def _decoded_runs(text: str) -> list[str]:
     return out
 
 
-def flag(item: dict[str, object], text: str, memo: ContentMemo | None = None
-         ) -> dict[str, object]:
+def flag(item: dict[str, Any], text: str, memo: ContentMemo | None = None
+         ) -> dict[str, Any]:  # a JSON object being shaped
     """Add `untrusted_content` to a result that carries injection markers."""
     found = markers(text, memo)
     if found:
