@@ -183,8 +183,8 @@ def freshness(memories: list[Memory]) -> dict[int, Freshness]:
         f.branch = _other_branch(context, repo)
         # Code that only moved (lines shifted, a file renamed) is re-anchored where it is now.
         # A write costs a checkpoint, so only a new place is written; a file edited elsewhere
-        # is hashed again on each check instead, which costs far less (bench/RESULTS.md,
-        # Anchor checks).
+        # is hashed again on each check instead, which costs far less
+        # (bench/RESULTS.md#code-anchors).
         follow = [c.now if c.now is not None and c.state in ("moved", "fresh")
                   and c.now.where != c.anchor.where else c.anchor for c in f.checks]
         if any(a is not c.anchor for a, c in zip(follow, f.checks)):

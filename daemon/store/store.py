@@ -116,8 +116,8 @@ class MemoryStore:
             saved_next = 1
         self._next_id = max(max(self.catalog, default=0) + 1, saved_next)
         # An open store is many long-lived objects that every full pass of the cycle
-        # collector would walk, in whichever search was allocating (bench/RESULTS.md,
-        # Garbage collection).
+        # collector would walk, in whichever search was allocating
+        # (bench/RESULTS.md#search-profiles).
         # Frozen, the collector leaves them be; closing a store thaws them
         # (StoreRegistry.close_idle) so that cycles among what it held can go.
         gc.freeze()
