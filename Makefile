@@ -28,10 +28,20 @@ docs: install
 	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 # The linter and the type checker over the daemon, the shims and the contract (generated
-# files excluded, see pyproject.toml); `make test` runs them first.
+# files excluded, see pyproject.toml); `make test` runs them first. mypy reads the packages
+# under the names they are imported by (memnest_daemon, ...: the names pyproject.toml's
+# per-module settings use) through links in MYPY_PACKAGES, since the editable install maps
+# them to their folders in a way mypy cannot follow.
+MYPY_PACKAGES := $(VENV)/mypy-packages
+
 lint: install
 	$(VENV)/bin/ruff check daemon shims proto
-	$(VENV)/bin/mypy daemon shims proto --explicit-package-bases
+	mkdir -p $(MYPY_PACKAGES)
+	ln -sfn $(CURDIR)/daemon $(MYPY_PACKAGES)/memnest_daemon
+	ln -sfn $(CURDIR)/shims $(MYPY_PACKAGES)/memnest_shims
+	ln -sfn $(CURDIR)/proto $(MYPY_PACKAGES)/memnest_proto
+	MYPYPATH=$(MYPY_PACKAGES) $(VENV)/bin/mypy -p memnest_daemon -p memnest_shims \
+		-p memnest_proto
 
 # The real editor CLIs the end-to-end tests drive, from npm, into .tools/editors (once per
 # set of versions: the stamp names them). Claude Code and Codex ship their native binaries

@@ -1,5 +1,6 @@
 """What the daemon and its clients must agree on beyond the messages of memnest.proto."""
 import struct
+from typing import Literal, get_args
 
 # The largest gRPC message either side sends or accepts (a whole export, a large import).
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -11,7 +12,8 @@ DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
 OFFLINE_MODEL = "memnest/all-MiniLM-L6-v2-int8"
 
 # The kinds of memory a tool or a CLI command may store.
-CATEGORIES = ("learning", "preference", "decision", "pattern", "general")
+Category = Literal["learning", "preference", "decision", "pattern", "general"]
+CATEGORIES: tuple[Category, ...] = get_args(Category)
 
 # systemd socket activation: meant for one process only, so never passed to a child.
 SOCKET_ACTIVATION_VARS = ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES")

@@ -6,12 +6,16 @@ Stored as one JSON text per memory (the Memory `code` column, "" for none) and r
 import json
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
+from typing import Literal, TypedDict, get_args
 
 MAX_ANCHORS = 8          # per memory; more citations than this are not anchored
 MAX_ANCHOR_TEXT = 1000   # characters of the cited lines kept for a diff summary
 MAX_CODE_JSON = 16_384   # a stored context longer than this was not written by memnest
-ANCHOR_STATES = ("fresh", "moved", "changed", "deleted")
-STALE_STATES = ("changed", "deleted")
+# What a cited piece of code looks like now (code/anchors.py), and which of those make the
+# memory citing it stale.
+AnchorState = Literal["fresh", "moved", "changed", "deleted"]
+ANCHOR_STATES: tuple[AnchorState, ...] = get_args(AnchorState)
+STALE_STATES: tuple[AnchorState, ...] = ("changed", "deleted")
 
 
 @dataclass(frozen=True)
@@ -55,7 +59,7 @@ class CodeContext:
     def to_json(self) -> str:
         if not self:
             return ""
-        out: dict = {"anchors": [_compact(asdict(a)) for a in self.anchors]}
+        out: dict[str, object] = {"anchors": [_compact(asdict(a)) for a in self.anchors]}
         if self.branch:
             out["branch"] = self.branch
         if self.commit:
@@ -70,7 +74,7 @@ class CodeContext:
 _DEFAULTS = asdict(Anchor(path=""))
 
 
-def _compact(values: dict) -> dict:
+def _compact(values: dict[str, object]) -> dict[str, object]:
     """Leave out fields at their default: most anchors cite a path and little else."""
     return {k: v for k, v in values.items() if k == "path" or v != _DEFAULTS[k]}
 
@@ -93,7 +97,7 @@ def _parse(text: str) -> CodeContext:
         return CodeContext()
 
 
-def _well_typed(values) -> bool:
+def _well_typed(values: object) -> bool:
     """An anchor as memnest writes it: each field of its type (an import or a raw query may
     hold anything), line numbers and sizes within sane bounds."""
     if not isinstance(values, dict) or not isinstance(values.get("path"), str):
@@ -110,18 +114,30 @@ def _well_typed(values) -> bool:
     return 0 <= values.get("start", 0) <= values.get("end", 0) or not values.get("start")
 
 
+class _Checked(TypedDict):
+    cites: str  # Anchor.where
+    state: AnchorState
+
+
+class AnchorView(_Checked, total=False):
+    """An anchor's check as a caller sees it."""
+    detail: str
+    diff: str
+    now_at: str  # where moved code is now
+
+
 @dataclass(frozen=True)
 class AnchorCheck:
     """What an anchor's code looks like now."""
     anchor: Anchor
-    state: str                         # one of ANCHOR_STATES
+    state: AnchorState
     detail: str = ""                   # a sentence for the model: what changed, where it went
     diff: str = ""                     # a short diff summary of the cited lines (changed)
     now: Anchor | None = None          # the anchor re-captured where the code is now (moved)
     notes: list[str] = field(default_factory=list)
 
-    def view(self) -> dict:
-        out: dict = {"cites": self.anchor.where, "state": self.state}
+    def view(self) -> AnchorView:
+        out = AnchorView(cites=self.anchor.where, state=self.state)
         if self.detail:
             out["detail"] = self.detail
         if self.diff:

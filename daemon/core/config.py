@@ -1,6 +1,6 @@
 """Daemon settings, read once from the environment at start."""
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memnest_proto.contract import DEFAULT_MODEL
 
@@ -64,6 +64,26 @@ class DreamSettings:
         )
 
 
+@dataclass(frozen=True)
+class TlsSettings:
+    """The mutual-TLS port (server/tls.py): each a path or HOST:PORT, "" when not set.
+    memnestd's --listen-tls and --tls-dir, when given, take the place of the first two."""
+    listen: str = ""  # MEMNEST_TLS_LISTEN: HOST:PORT; no TLS port without it
+    dir: str = ""  # MEMNEST_TLS_DIR: the folder `memnest-ctl tls init` writes
+    cert: str = ""  # MEMNEST_TLS_CERT, MEMNEST_TLS_KEY, MEMNEST_TLS_CA: the server's
+    key: str = ""  # certificate, its key and the CA clients' certificates come from
+    ca: str = ""  # (each by default in the folder)
+    clients: str = ""  # MEMNEST_TLS_CLIENTS: the allow-list, a JSON file
+
+    @classmethod
+    def from_env(cls) -> "TlsSettings":
+        def text(name: str) -> str:
+            return os.environ.get(name, "").strip()
+        return cls(listen=text("MEMNEST_TLS_LISTEN"), dir=text("MEMNEST_TLS_DIR"),
+                   cert=text("MEMNEST_TLS_CERT"), key=text("MEMNEST_TLS_KEY"),
+                   ca=text("MEMNEST_TLS_CA"), clients=text("MEMNEST_TLS_CLIENTS"))
+
+
 MAX_GRAPH_SNAPSHOTS = 100  # MEMORY_GRAPH_SNAPSHOTS is capped here
 
 
@@ -99,6 +119,7 @@ class Settings:
     max_open_databases: int
     query_memory_mb: int  # what one memory_query may allocate, beyond the database's pool
     capture_judge: bool = True  # memory_store refuses junk (curation/capture.py)
+    tls: TlsSettings = field(default_factory=TlsSettings)
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -139,6 +160,7 @@ class Settings:
             max_open_databases=max(1, _int("MEMNEST_MAX_OPEN_DATABASES", 16)),
             query_memory_mb=max(64, _int("MEMNEST_QUERY_MEMORY_MB", 1024)),
             capture_judge=_flag("MEMORY_CAPTURE_JUDGE", True),
+            tls=TlsSettings.from_env(),
         )
 
 

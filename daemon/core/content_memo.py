@@ -2,6 +2,8 @@
 the text does, whichever memory carries it, so a write never has to invalidate it. Saved
 with the vector snapshot, so that a restarted daemon does not work it out again on first
 sight (curation/screening.py keeps injection markers here)."""
+from collections.abc import Mapping
+
 import numpy as np
 
 MAX_ENTRIES = 1_000_000  # a bound on what one daemon's lifetime of texts may leave here
@@ -43,7 +45,7 @@ class ContentMemo:
                                                 dtype=np.int64, count=len(kept))}
 
     @classmethod
-    def from_state(cls, prefix: str, arrays: dict) -> "ContentMemo":
+    def from_state(cls, prefix: str, arrays: Mapping[str, np.ndarray]) -> "ContentMemo":
         """The memo state() saved; an empty one when the arrays are missing or malformed."""
         try:
             rule = int(arrays[f"{prefix}_rule"])

@@ -2,7 +2,7 @@
 import numpy as np
 
 
-def grown(array: np.ndarray, size: int, fill=0) -> np.ndarray:
+def grown(array: np.ndarray, size: int, fill: float = 0) -> np.ndarray:
     """`array` with room for at least `size` entries along its first axis, new entries set to
     `fill`; by half again at least, so one append at a time stays cheap. The same array when
     it is big enough."""

@@ -1,8 +1,12 @@
 """The in-memory shape of one memory, and how it is shown to callers."""
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+from typing import Any
+
+from .types import Category, Scope, Via, is_client_via
 
 
 def utcnow() -> datetime:
@@ -28,7 +32,7 @@ def content_hash(content: str) -> str:
     return hashlib.sha256(normalised.encode("utf-8")).hexdigest()
 
 
-def normalise_tags(tags) -> list[str]:
+def normalise_tags(tags: Iterable[object] | None) -> list[str]:
     seen: dict[str, None] = {}
     for tag in tags or ():
         cleaned = " ".join(str(tag).split()).lower()
@@ -39,28 +43,22 @@ def normalise_tags(tags) -> list[str]:
 
 # A shared memory's global id (daemon/team/): a UUID4 as 32 lowercase hex digits.
 GLOBAL_ID = re.compile(r"[0-9a-f]{32}")
-SCOPES = ("private", "shared")
-
-
-# How a write can come: what a client may say it is, and what only the daemon says.
-CLIENT_VIAS = ("agent", "cli", "hook")
-DAEMON_VIAS = ("import", "query")
 ORIGIN_CHARS = 200
 
 
 @dataclass(frozen=True)
 class Origin:
     """Who a write comes from (proto Origin), cleaned: bounded, printable, a known `via`."""
-    via: str = ""
+    via: Via = ""
     client: str = ""
     session: str = ""
 
     @classmethod
     def claimed(cls, via: str, client: str, session: str) -> "Origin":
         """What a caller says about itself: it may name only a client's ways of writing."""
-        return cls(via if via in CLIENT_VIAS else "", _label(client), _label(session))
+        return cls(via if is_client_via(via) else "", _label(client), _label(session))
 
-    def became(self, via: str) -> "Origin":
+    def became(self, via: Via) -> "Origin":
         return replace(self, via=via)
 
 
@@ -73,7 +71,7 @@ class Memory:
     id: int
     content: str
     content_hash: str
-    category: str
+    category: Category
     tags: list[str]
     importance: int
     access_count: int
@@ -84,7 +82,7 @@ class Memory:
     embedding_model: str = ""
     # provenance: how it was written (agent, cli, hook, import, query), by which client,
     # in which of its sessions; "" when unknown (written before provenance was kept)
-    origin_via: str = ""
+    origin_via: Via = ""
     origin_client: str = ""
     origin_session: str = ""
     # the code it cites and the git branch it was written on: CodeContext JSON, "" for none
@@ -93,20 +91,20 @@ class Memory:
     # team memory (daemon/team/): "shared" memories are also kept as files under
     # <workspace>/.memnest/shared/, named by `global_id` (a UUID4 hex given when first shared,
     # the same on every machine; "" until then)
-    scope: str = "private"
+    scope: Scope = "private"
     global_id: str = ""
 
-    def copy(self, **changes) -> "Memory":
+    def copy(self, **changes: Any) -> "Memory":
         return replace(self, tags=list(self.tags), **changes)
 
-    def view(self, preview_chars: int | None = None) -> dict:
+    def view(self, preview_chars: int | None = None) -> dict[str, object]:
         """The JSON a caller sees. `preview_chars` truncates content (search and list
         results, which leave provenance to memory_get)."""
         content = self.content
         truncated = preview_chars is not None and len(content) > preview_chars
         if truncated:
             content = content[:preview_chars] + "…"
-        out = {
+        out: dict[str, object] = {
             "id": self.id,
             "content": content,
             "category": self.category,

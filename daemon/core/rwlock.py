@@ -5,11 +5,12 @@ store), and the readers that queued behind a writer go in as soon as it is done,
 next writer (a run of back-to-back writes, such as a dream's merges, cannot starve searches).
 """
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 
 class RWLock:
-    def __init__(self):
+    def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
         self._readers = 0
         self._writer = False
@@ -19,7 +20,7 @@ class RWLock:
         self._readers_turn = False
 
     @contextmanager
-    def read(self):
+    def read(self) -> Iterator[None]:
         with self._cond:
             self._readers_waiting += 1
             while self._writer or (self._writers_waiting and not self._readers_turn):
@@ -38,7 +39,7 @@ class RWLock:
                     self._cond.notify_all()
 
     @contextmanager
-    def write(self):
+    def write(self) -> Iterator[None]:
         with self._cond:
             self._writers_waiting += 1
             while self._writer or self._readers or self._readers_turn:

@@ -17,6 +17,7 @@ the CLI all call this module, so that a rule added here holds everywhere at once
 A text that cannot be admitted raises `Refused` with one sentence naming `where` it was;
 callers map it to their own error (a tool error, a file reported as unreadable).
 """
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..core.records import normalise_tags
@@ -70,10 +71,11 @@ def admit(content: str, where: str, limit: int) -> Admitted:
     return Admitted(text, note, tuple(markers(text)))
 
 
-def admit_tags(tags, where: str) -> tuple[list[str], str | None]:
+def admit_tags(tags: Iterable[object] | None, where: str) -> tuple[list[str], str | None]:
     """The tags to keep (normalised) and a note when some were dropped for holding private
     text or a secret."""
-    kept, dropped = [], 0
+    kept: list[object] = []
+    dropped = 0
     for tag in tags or ():
         if isinstance(tag, str):
             check_storable(tag, f"{where}.tags")
@@ -93,7 +95,7 @@ def raw(text: str) -> tuple[str, str | None]:
     return cleaned.text, cleaned.note()
 
 
-def secrets_in(texts) -> list[str]:
+def secrets_in(texts: Iterable[str]) -> list[str]:
     """The kinds of secret (and private sections) found in these texts: a memory holding
     any is not shared."""
     found: list[str] = []

@@ -10,7 +10,7 @@ Pure functions, no model: the caller passes the nearest existing memories with t
 similarity. The judge refuses only on evidence of a junk shape; a text too short to show
 one is kept. Its cost is linear in the text (each line is matched once by patterns without
 nested repetition, on a bounded prefix of the line). The corpus and figures:
-tests/data/capture/, bench/capture_quality.py, bench/RESULTS.md "Capture judge".
+tests/data/capture/, bench/capture_quality.py, bench/RESULTS.md#capture-judge.
 """
 import re
 from collections.abc import Iterable, Sequence

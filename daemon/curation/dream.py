@@ -11,27 +11,96 @@ lives in the database's Meta table, per workspace.
 """
 import math
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Literal, TypedDict
 
 import numpy as np
 
+from ..core.config import DreamSettings
 from ..core.records import Memory, iso, utcnow
+from ..model.embedder import Embedder
 from ..search.graph_signal import compute_signal
 from ..store.changes import Changes
-from ..store.graph import pair, supersession_cycles
+from ..store.graph import Edge, pair, supersession_cycles
+from ..store.store import MemoryStore
 from .freshness import merged as merged_code
-from .freshness import stale_report
+from .freshness import stale_files
 from .values import disagree, same_subject, tag_overlap, value_disagreement
 
 STALE_FILES_LISTED = 50  # files named in a dream's stale_code; memory_stale lists them all
+
+Gate = Literal["value_conflict", "similar"]  # why a pair is up for an agent's review
+Review = tuple[int, int, float, Gate]  # a pair, its similarity and its gate
+# (done, total, what is being done)
+Progress = Callable[[int, int, str], None]
+
+
+class Cluster(TypedDict):
+    """Memories an agent should look at together, with the ways to settle them."""
+    memories: list[dict[str, int | str]]  # id, content (shortened)
+    pairs: list[dict[str, object]]  # ids, similarity, gate
+    gate: Gate
+    resolution: str
+    max_similarity: float
+
+
+class _StaleCounts(TypedDict):
+    anchored: int  # memories that cite code
+    stale: int
+    files: list[dict[str, object]]  # path, memory_ids
+
+
+class StaleCode(_StaleCounts, total=False):
+    """The memories whose cited code changed or went, by file."""
+    hint: str
+
+
+class Merged(TypedDict):
+    survivor: int
+    absorbed: int
+    similarity: float
+
+
+class Gates(TypedDict):
+    """Whether a dream is due, and why not."""
+    last_dream_at: str | None
+    hours_since: float | None
+    ops_since: int
+    memories: int
+    open: bool
+    reasons: list[str]
+
+
+class DreamReport(TypedDict, total=False):
+    """What memory_dream returns: the gates and the plan, then (unless a dry run) what was
+    done, or only the gates when they were shut (status "skipped")."""
+    workspace: str
+    dry_run: bool
+    gates: Gates
+    status: Literal["skipped", "planned", "done"]
+    scan_coverage: dict[str, object]
+    supersession_cycles: list[list[int]]
+    clusters: list[Cluster]
+    stale_code: StaleCode
+    orphan_topics: int  # a dry run: Topic nodes that would be removed
+    would_prune: list[int]
+    would_merge: list[Merged]
+    would_reembed: int
+    merged: list[Merged]
+    pruned: list[int]
+    reembedded: int
+    topics_reaped: int
+    graph: dict[str, int]
+    duration_ms: float
 
 
 @dataclass
 class Snapshot:
     memories: dict[int, Memory]          # the workspace's memories (copies)
     vectors: dict[int, np.ndarray]
-    edges: set[tuple[str, int, int]]
+    edges: set[Edge]
     separate: set[tuple[int, int]]
     model: str
 
@@ -43,7 +112,7 @@ class Plan:
     next_start: int
     prune: list[int] = field(default_factory=list)
     merges: list[tuple[int, int, float]] = field(default_factory=list)  # survivor, absorbed
-    clusters: list[dict] = field(default_factory=list)
+    clusters: list[Cluster] = field(default_factory=list)
     cycles: list[list[int]] = field(default_factory=list)
     reembed: list[int] = field(default_factory=list)
 
@@ -52,7 +121,7 @@ def _state_key(workspace: str, name: str) -> str:
     return f"dream:{workspace}:{name}"
 
 
-def take_snapshot(store, workspace: str) -> Snapshot:
+def take_snapshot(store: MemoryStore, workspace: str) -> Snapshot:
     with store.reading():
         memories = {i: m.copy() for i, m in store.catalog.items() if m.workspace == workspace}
         vectors = {i: v for i in memories if (v := store.vectors.vector(i)) is not None}
@@ -62,7 +131,8 @@ def take_snapshot(store, workspace: str) -> Snapshot:
     return Snapshot(memories, vectors, edges, separate, store.model)
 
 
-def gates(store, workspace: str, snap: Snapshot, settings, now: datetime) -> dict:
+def gates(store: MemoryStore, workspace: str, snap: Snapshot, settings: DreamSettings,
+          now: datetime) -> Gates:
     last = store.db.meta(_state_key(workspace, "last_at"))
     last_at = datetime.fromisoformat(last) if last else None
     ops = sum(1 for m in snap.memories.values() if last_at is None or m.updated_at > last_at)
@@ -82,7 +152,7 @@ def gates(store, workspace: str, snap: Snapshot, settings, now: datetime) -> dic
             "open": not reasons, "reasons": reasons}
 
 
-def plan(snap: Snapshot, settings, window_start: int, now: datetime) -> Plan:
+def plan(snap: Snapshot, settings: DreamSettings, window_start: int, now: datetime) -> Plan:
     ids = sorted(snap.memories)
     n = len(ids)
     start = window_start if window_start < n else 0
@@ -90,66 +160,84 @@ def plan(snap: Snapshot, settings, window_start: int, now: datetime) -> Plan:
     window = [ids[(start + k) % n] for k in range(size)] if n else []
     next_start = (start + size) % n if n else 0
     result = Plan(window=window, window_start=start, next_start=next_start)
-
-    linked = {i for _, a, b in snap.edges for i in (a, b)}
-    superseding = {pair(a, b) for rel, a, b in snap.edges if rel == "SUPERSEDES"}
-    horizon = now - timedelta(days=settings.prune_days)
-
-    # Pairs: every window member against the whole workspace.
-    with_vectors = [i for i in ids if i in snap.vectors]
-    pairs: dict[tuple[int, int], float] = {}
-    if with_vectors:
-        matrix = np.stack([snap.vectors[i] for i in with_vectors])
-        position = {i: k for k, i in enumerate(with_vectors)}
-        for i in window:
-            if i not in position:
-                continue
-            sims = matrix @ snap.vectors[i]
-            for k in np.nonzero(sims >= settings.cluster_low)[0]:
-                j = with_vectors[k]
-                if j != i:
-                    key = pair(i, j)
-                    pairs[key] = max(pairs.get(key, -1.0), float(sims[k]))
-
-    involved: set[int] = set()
-    review: list[tuple[int, int, float, str]] = []
-    for (a, b), similarity in sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0])):
-        if (a, b) in snap.separate or (a, b) in superseding:
-            continue  # an agent already decided
-        ma, mb = snap.memories[a], snap.memories[b]
-        # never across scopes: a private memory's text must not reach a shared file
-        mergeable = (similarity >= settings.trivial_threshold and ma.scope == mb.scope
-                     and ma.category == mb.category
-                     and tag_overlap(ma.tags, mb.tags) >= 0.5
-                     and not disagree(ma.content, mb.content))
-        if mergeable:
-            if a in involved or b in involved:
-                continue  # one merge per memory per run; the next run continues
-            survivor, absorbed = (a, b) if (len(ma.content), -a) >= (len(mb.content), -b) \
-                else (b, a)
-            result.merges.append((survivor, absorbed, similarity))
-            involved.update((a, b))
-        elif value_disagreement(ma.content, mb.content):
-            review.append((a, b, similarity, "value_conflict"))
-        elif same_subject(ma.content, mb.content):
-            review.append((a, b, similarity, "similar"))
-        # different subjects: separate for good, nothing to decide
+    pairs = _near_pairs(snap, ids, window, settings.cluster_low)
+    review = _judged(snap, pairs, settings.trivial_threshold, result.merges)
     result.clusters = _clusters(review, snap, settings.max_clusters)
-
-    for i in window:
-        m = snap.memories[i]
-        if (i not in involved and i not in linked and m.updated_at < horizon
-                and m.importance <= settings.prune_max_importance
-                and (m.accessed_at is None or m.accessed_at < horizon)):
-            result.prune.append(i)
-
+    merging = {i for survivor, absorbed, _ in result.merges for i in (survivor, absorbed)}
+    result.prune = _prunable(snap, window, merging, now, settings)
     result.cycles = supersession_cycles(snap.edges)
     result.reembed = [i for i in ids if i not in snap.vectors
                       or snap.memories[i].embedding_model != snap.model][:settings.reembed_max]
     return result
 
 
-def _clusters(review, snap: Snapshot, limit: int) -> list[dict]:
+def _near_pairs(snap: Snapshot, ids: list[int], window: list[int],
+                floor: float) -> dict[tuple[int, int], float]:
+    """Every window member against the whole workspace: the pairs at `floor` or above."""
+    with_vectors = [i for i in ids if i in snap.vectors]
+    pairs: dict[tuple[int, int], float] = {}
+    if not with_vectors:
+        return pairs
+    matrix = np.stack([snap.vectors[i] for i in with_vectors])
+    position = {i: k for k, i in enumerate(with_vectors)}
+    for i in window:
+        if i not in position:
+            continue
+        sims = matrix @ snap.vectors[i]
+        for k in np.nonzero(sims >= floor)[0]:
+            j = with_vectors[k]
+            if j != i:
+                key = pair(i, j)
+                pairs[key] = max(pairs.get(key, -1.0), float(sims[k]))
+    return pairs
+
+
+def _judged(snap: Snapshot, pairs: dict[tuple[int, int], float], trivial: float,
+            merges: list[tuple[int, int, float]]) -> list[Review]:
+    """Each pair no agent has decided, most similar first: merged (added to `merges`, one
+    merge per memory per run) when trivially the same, else up for review when the two
+    disagree on a value or share a subject. Returns the pairs to review."""
+    superseding = {pair(a, b) for rel, a, b in snap.edges if rel == "SUPERSEDES"}
+    involved: set[int] = set()
+    review: list[Review] = []
+    for (a, b), similarity in sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0])):
+        if (a, b) in snap.separate or (a, b) in superseding:
+            continue  # an agent already decided
+        ma, mb = snap.memories[a], snap.memories[b]
+        # never across scopes: a private memory's text must not reach a shared file
+        mergeable = (similarity >= trivial and ma.scope == mb.scope
+                     and ma.category == mb.category
+                     and tag_overlap(ma.tags, mb.tags) >= 0.5
+                     and not disagree(ma.content, mb.content))
+        if mergeable:
+            if a in involved or b in involved:
+                continue  # the next run continues
+            survivor, absorbed = (a, b) if (len(ma.content), -a) >= (len(mb.content), -b) \
+                else (b, a)
+            merges.append((survivor, absorbed, similarity))
+            involved.update((a, b))
+        elif value_disagreement(ma.content, mb.content):
+            review.append((a, b, similarity, "value_conflict"))
+        elif same_subject(ma.content, mb.content):
+            review.append((a, b, similarity, "similar"))
+        # different subjects: separate for good, nothing to decide
+    return review
+
+
+def _prunable(snap: Snapshot, window: list[int], merging: set[int], now: datetime,
+              settings: DreamSettings) -> list[int]:
+    """Window members nothing links, not merged this run, unimportant, neither changed nor
+    read within the prune horizon."""
+    linked = {i for _, a, b in snap.edges for i in (a, b)}
+    horizon = now - timedelta(days=settings.prune_days)
+    return [i for i in window
+            if i not in merging and i not in linked
+            and (m := snap.memories[i]).updated_at < horizon
+            and m.importance <= settings.prune_max_importance
+            and (m.accessed_at is None or m.accessed_at < horizon)]
+
+
+def _clusters(review: list[Review], snap: Snapshot, limit: int) -> list[Cluster]:
     parent: dict[int, int] = {}
 
     def root(x: int) -> int:
@@ -160,10 +248,10 @@ def _clusters(review, snap: Snapshot, limit: int) -> list[dict]:
 
     for a, b, _, _ in review:
         parent[root(a)] = root(b)
-    groups: dict[int, list] = {}
+    groups: dict[int, list[Review]] = {}
     for a, b, similarity, gate in review:
         groups.setdefault(root(a), []).append((a, b, similarity, gate))
-    clusters = []
+    clusters: list[Cluster] = []
     for members in groups.values():
         ids = sorted({i for a, b, _, _ in members for i in (a, b)})
         conflict = any(g == "value_conflict" for *_, g in members)
@@ -186,12 +274,12 @@ def _clusters(review, snap: Snapshot, limit: int) -> list[dict]:
 
 # -- applying a plan -------------------------------------------------------------------------
 
-def _unchanged(store, snap: Snapshot, ids) -> bool:
+def _unchanged(store: MemoryStore, snap: Snapshot, ids: Iterable[int]) -> bool:
     return all(i in store.catalog and store.catalog[i].updated_at == snap.memories[i].updated_at
                for i in ids)
 
 
-def apply_merge(store, snap: Snapshot, survivor_id: int, absorbed_id: int) -> bool:
+def apply_merge(store: MemoryStore, snap: Snapshot, survivor_id: int, absorbed_id: int) -> bool:
     """Fold `absorbed` into `survivor`: longer content, tags united, highest importance,
     access counts summed, every edge and verdict rewired (parallel ones kept once)."""
     with store.writing():
@@ -211,7 +299,7 @@ def apply_merge(store, snap: Snapshot, survivor_id: int, absorbed_id: int) -> bo
         if len(gone.content) > len(keep.content):
             merged.content, merged.content_hash = gone.content, gone.content_hash
             vector = store.vectors.vector(absorbed_id)
-        new_edges = []
+        new_edges: list[Edge] = []
         for rel, a, b in store.graph.edges:
             if absorbed_id not in (a, b):
                 continue
@@ -220,7 +308,7 @@ def apply_merge(store, snap: Snapshot, survivor_id: int, absorbed_id: int) -> bo
             edge = (rel, a2, b2)
             if a2 != b2 and edge not in store.graph.edges and edge not in new_edges:
                 new_edges.append(edge)
-        new_verdicts = []
+        new_verdicts: list[tuple[int, int]] = []
         for low, high in store.graph.separate:
             if absorbed_id in (low, high):
                 other = high if low == absorbed_id else low
@@ -233,7 +321,7 @@ def apply_merge(store, snap: Snapshot, survivor_id: int, absorbed_id: int) -> bo
     return True
 
 
-def apply_prune(store, snap: Snapshot, memory_id: int) -> bool:
+def apply_prune(store: MemoryStore, snap: Snapshot, memory_id: int) -> bool:
     with store.writing():
         if not _unchanged(store, snap, (memory_id,)) or store.graph.of(memory_id):
             return False
@@ -241,12 +329,12 @@ def apply_prune(store, snap: Snapshot, memory_id: int) -> bool:
     return True
 
 
-def apply_reembed(store, snap: Snapshot, embedder, ids: list[int]) -> int:
+def apply_reembed(store: MemoryStore, snap: Snapshot, embedder: Embedder, ids: list[int]) -> int:
     texts = [snap.memories[i].content for i in ids]
-    vectors = embedder.embed(texts) if texts else []  # outside the lock
+    vectors = embedder.embed(texts) if texts else np.empty((0, 0))  # outside the lock
     done = 0
     with store.writing():
-        fresh = []
+        fresh: list[tuple[Memory, np.ndarray | None]] = []
         for i, vector in zip(ids, vectors):
             m = store.catalog.get(i)
             if m is None or m.content != snap.memories[i].content:
@@ -258,26 +346,29 @@ def apply_reembed(store, snap: Snapshot, embedder, ids: list[int]) -> int:
     return done
 
 
-def _stale_code(snap: Snapshot) -> dict:
+def _stale_code(snap: Snapshot) -> StaleCode:
     """The memories whose cited code changed or went, by file, for review (memory_stale has
     the same list; refreshing or correcting them is the agent's call, never dream's)."""
-    report, _ = stale_report([m for m in snap.memories.values() if m.code])
-    report["files"] = [{"path": f["path"], "memory_ids": sorted({m["id"] for m in f["memories"]})}
-                       for f in report["files"][:STALE_FILES_LISTED]]
-    if report["stale"]:
+    anchored = [m for m in snap.memories.values() if m.code]
+    files, stale, _ = stale_files(anchored)
+    report = StaleCode(anchored=len(anchored), stale=stale, files=[
+        {"path": f["path"], "memory_ids": sorted({m["id"] for m in f["memories"]})}
+        for f in files[:STALE_FILES_LISTED]])
+    if stale:
         report["hint"] = ("memory_stale shows what changed in each; refresh the memories "
                           "that still hold with memory_update(updates=[{id, "
                           "refresh_anchors: true}, …])")
     return report
 
 
-def dream(store, workspace: str, embedder, settings, dry_run: bool = False,
-          force: bool = False, progress=lambda done, total, message: None) -> dict:
+def dream(store: MemoryStore, workspace: str, embedder: Embedder, settings: DreamSettings,
+          dry_run: bool = False, force: bool = False,
+          progress: Progress = lambda done, total, message: None) -> DreamReport:
     started = time.monotonic()
     now = utcnow()
     snap = take_snapshot(store, workspace)
     gate = gates(store, workspace, snap, settings, now)
-    report: dict = {"workspace": workspace, "dry_run": dry_run, "gates": gate}
+    report: DreamReport = {"workspace": workspace, "dry_run": dry_run, "gates": gate}
     if not gate["open"] and not force:
         report["status"] = "skipped"
         return report
@@ -298,15 +389,16 @@ def dream(store, workspace: str, embedder, settings, dry_run: bool = False,
     orphans = store.db.orphan_topics()
     if dry_run:
         progress(5, 5, "planned (dry run: nothing changed)")
-        report.update(status="planned", would_prune=p.prune,
-                      would_merge=[{"survivor": s, "absorbed": a, "similarity": round(x, 3)}
-                                   for s, a, x in p.merges],
-                      would_reembed=len(p.reembed), orphan_topics=orphans)
+        report.update(DreamReport(
+            status="planned", would_prune=p.prune,
+            would_merge=[Merged(survivor=s, absorbed=a, similarity=round(x, 3))
+                         for s, a, x in p.merges],
+            would_reembed=len(p.reembed), orphan_topics=orphans))
         report["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
         return report
 
     progress(1, 5, f"merging {len(p.merges)} pairs")
-    merged = [{"survivor": s, "absorbed": a, "similarity": round(x, 3)}
+    merged = [Merged(survivor=s, absorbed=a, similarity=round(x, 3))
               for s, a, x in p.merges if apply_merge(store, snap, s, a)]
     progress(2, 5, f"pruning {len(p.prune)} memories")
     pruned = [i for i in p.prune if apply_prune(store, snap, i)]
@@ -319,19 +411,19 @@ def dream(store, workspace: str, embedder, settings, dry_run: bool = False,
             _state_key(workspace, "last_at"): utcnow().isoformat(),
             _state_key(workspace, "window_start"): str(p.next_start)}))
     progress(5, 5, "done")
-    report.update(status="done", merged=merged, pruned=pruned, reembedded=reembedded,
-                  topics_reaped=orphans, graph=graph_report)
+    report.update(DreamReport(status="done", merged=merged, pruned=pruned,
+                              reembedded=reembedded, topics_reaped=orphans, graph=graph_report))
     report["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
     return report
 
 
-def refresh_signal(store, workspace: str) -> dict:
+def refresh_signal(store: MemoryStore, workspace: str) -> dict[str, int]:
     """Recompute PageRank and communities over RELATED_TO/EXPLAINS for one workspace."""
     with store.reading():
         ids = [i for i, m in store.catalog.items() if m.workspace == workspace]
         members = set(ids)
         # RELATED_TO is symmetric; "a EXPLAINS b" makes b, the thing explained, central.
-        arcs = []
+        arcs: list[tuple[int, int]] = []
         for rel, a, b in store.graph.edges:
             if a in members and b in members:
                 if rel == "RELATED_TO":

@@ -6,17 +6,27 @@ The checks read only the files the anchors cite (a stat first: code/anchors.py);
 checks the memories it is about to show, not the workspace.
 """
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal, TypedDict
 
 from ..code.anchors import AnchorError, FileCache, anchors_from_content, capture, check
 from ..code.git import Repo
-from ..core.anchors import MAX_ANCHORS, STALE_STATES, Anchor, AnchorCheck, CodeContext
+from ..core.anchors import (
+    MAX_ANCHORS,
+    STALE_STATES,
+    Anchor,
+    AnchorCheck,
+    AnchorState,
+    AnchorView,
+    CodeContext,
+)
 from ..core.errors import invalid
 from ..core.records import Memory
 from . import privacy
 
 # Worst first: the state a memory shows is its worst anchor's.
-_SEVERITY = {"deleted": 3, "changed": 2, "moved": 1, "fresh": 0}
+_SEVERITY: dict[AnchorState, int] = {"deleted": 3, "changed": 2, "moved": 1, "fresh": 0}
 STALE_FACTOR = 0.6          # a memory whose code changed or went ranks at this share
 OTHER_BRANCH_FACTOR = 0.85  # one written on a branch not merged into this one
 VERIFY = ("the code this memory cites has {what} since it was written: check the code "
@@ -24,16 +34,38 @@ VERIFY = ("the code this memory cites has {what} since it was written: check the
           "holds, or correct or delete it")
 
 
+class OtherBranch(TypedDict):
+    """A memory written on a branch this one has not merged."""
+    written_on: str
+    merged: bool
+    note: str
+
+
+class StaleEntry(AnchorView):
+    """A stale anchor's memory, as memory_stale lists it under the anchor's file."""
+    id: int
+    content: str  # shortened
+
+
+class StaleFile(TypedDict):
+    path: str
+    memories: list[StaleEntry]
+
+
+# An anchor an agent gives: path, and lines ("12" or "12-20") or a symbol (tools' schema).
+GivenAnchor = Mapping[str, str]
+
+
 @dataclass
 class Freshness:
     """What one memory's code looks like now."""
     checks: list[AnchorCheck] = field(default_factory=list)
-    branch: dict | None = None          # set when written on a branch not in HEAD's history
+    branch: OtherBranch | None = None   # set when written on a branch not in HEAD's history
     reanchored: CodeContext | None = None  # moved anchors re-captured where the code is now
     checked: str = ""                   # the stored context these checks were made from
 
     @property
-    def state(self) -> str:
+    def state(self) -> AnchorState | Literal[""]:
         """The worst anchor state, "" without anchors."""
         if not self.checks:
             return ""
@@ -48,8 +80,8 @@ class Freshness:
         factor = STALE_FACTOR if self.stale else 1.0
         return factor * (OTHER_BRANCH_FACTOR if self.branch else 1.0)
 
-    def view(self) -> dict:
-        out: dict = {}
+    def view(self) -> dict[str, object]:
+        out: dict[str, object] = {}
         if self.checks:
             out["state"] = self.state
             out["anchors"] = [c.view() for c in self.checks]
@@ -63,7 +95,7 @@ class Freshness:
 
 # -- when a memory is written --------------------------------------------------------------------
 
-def written_context(workspace: str, content: str, explicit: list[dict] | None,
+def written_context(workspace: str, content: str, explicit: Sequence[GivenAnchor] | None,
                     auto: bool = True, keep: CodeContext | None = None,
                     where: str = "") -> CodeContext:
     """The code context of a memory being written: the anchors given (`explicit`, an error if
@@ -97,7 +129,7 @@ def _without_secrets(anchor: Anchor) -> Anchor:
     return anchor
 
 
-def _explicit(workspace: str, given: dict, where: str, repo: Repo | None) -> Anchor:
+def _explicit(workspace: str, given: GivenAnchor, where: str, repo: Repo | None) -> Anchor:
     start, end = _lines(given.get("lines"), where)
     try:
         return capture(workspace, given["path"], start, end, given.get("symbol", ""),
@@ -151,7 +183,8 @@ def freshness(memories: list[Memory]) -> dict[int, Freshness]:
         f.branch = _other_branch(context, repo)
         # Code that only moved (lines shifted, a file renamed) is re-anchored where it is now.
         # A write costs a checkpoint, so only a new place is written; a file edited elsewhere
-        # is hashed again on each check instead, which costs far less (bench/RESULTS.md).
+        # is hashed again on each check instead, which costs far less
+        # (bench/RESULTS.md#code-anchors).
         follow = [c.now if c.now is not None and c.state in ("moved", "fresh")
                   and c.now.where != c.anchor.where else c.anchor for c in f.checks]
         if any(a is not c.anchor for a, c in zip(follow, f.checks)):
@@ -161,7 +194,7 @@ def freshness(memories: list[Memory]) -> dict[int, Freshness]:
     return found
 
 
-def _other_branch(context: CodeContext, repo: Repo | None) -> dict | None:
+def _other_branch(context: CodeContext, repo: Repo | None) -> OtherBranch | None:
     """A memory written on another branch whose commit HEAD's history does not contain."""
     if repo is None or not context.branch or not context.commit:
         return None
@@ -205,12 +238,27 @@ MAX_STALE_LISTED = 200  # memories listed per file
 
 
 def stale_report(memories: list[Memory], include_moved: bool = False
-                 ) -> tuple[dict, dict[int, Freshness]]:
-    """Stale memories grouped by the file of their stale anchors (memory_stale, dream), and
-    the freshness of each memory checked."""
+                 ) -> tuple[dict[str, object], dict[int, Freshness]]:
+    """Stale memories grouped by the file of their stale anchors (memory_stale), and the
+    freshness of each memory checked."""
+    files, stale, found = stale_files(memories, include_moved)
+    out: dict[str, object] = {"anchored": len(memories), "stale": stale, "files": files}
+    if stale:
+        out["hint"] = ("read the cited code; for memories that still hold call "
+                       "memory_update(updates=[{\"id\": …, \"refresh_anchors\": true}, …]) "
+                       "(all of them in one call); correct the others with memory_update or "
+                       "remove them with memory_delete")
+    return out, found
+
+
+def stale_files(memories: list[Memory], include_moved: bool = False
+                ) -> tuple[list[StaleFile], int, dict[int, Freshness]]:
+    """The files of stale anchors, each with the memories citing it (up to
+    MAX_STALE_LISTED), how many memories are stale, and the freshness of each checked."""
     found = freshness(memories)
-    wanted = ("changed", "deleted", "moved") if include_moved else ("changed", "deleted")
-    by_file: dict[str, list[dict]] = {}
+    wanted: tuple[AnchorState, ...] = ("changed", "deleted", "moved") if include_moved \
+        else ("changed", "deleted")
+    by_file: dict[str, list[StaleEntry]] = {}
     stale_ids: list[int] = []
     contents = {m.id: m.content for m in memories}
     for memory_id, f in sorted(found.items()):
@@ -219,17 +267,11 @@ def stale_report(memories: list[Memory], include_moved: bool = False
             continue
         stale_ids.append(memory_id)
         for c in checks:
-            by_file.setdefault(c.anchor.path, []).append({
-                "id": memory_id, "content": _preview(contents[memory_id]), **c.view()})
-    files = [{"path": path, "memories": entries[:MAX_STALE_LISTED]}
+            by_file.setdefault(c.anchor.path, []).append(StaleEntry(
+                id=memory_id, content=_preview(contents[memory_id]), **c.view()))
+    files = [StaleFile(path=path, memories=entries[:MAX_STALE_LISTED])
              for path, entries in sorted(by_file.items())]
-    out: dict = {"anchored": len(memories), "stale": len(stale_ids), "files": files}
-    if stale_ids:
-        out["hint"] = ("read the cited code; for memories that still hold call "
-                       "memory_update(updates=[{\"id\": …, \"refresh_anchors\": true}, …]) "
-                       "(all of them in one call); correct the others with memory_update or "
-                       "remove them with memory_delete")
-    return out, found
+    return files, len(stale_ids), found
 
 
 def _preview(text: str, chars: int = 160) -> str:

@@ -1,19 +1,22 @@
 """How new memories enter a store: exact dedup, semantic merge behind the tag and value gates,
 conflict flags. Shared by memory_store and memory_import so both follow the same rules."""
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
 
+from ..core.config import Settings
 from ..core.records import Memory, Origin, content_hash, utcnow
+from ..core.types import Category, OutcomeStatus, Scope
 from ..store.changes import Changes
+from ..store.neighbours import ConflictFlag
+from ..store.store import MemoryStore
 from .conflicts import conflicts, keeps_rows, settle_written, with_resolutions, workspace_ids
 from .freshness import merged
 from .screening import markers
 from .values import disagree, tag_overlap
 
-BRIEF_CONFLICT = ("type", "memory_id", "similarity")
 BRIEF_CONFLICTS_HINT = ("conflicts list the other memory's id only: read both with memory_get, "
                         "then memory_relate(from_id=newer, to_id=older, "
                         "relationship='SUPERSEDES') or memory_keep_separate(pairs=[[a, b]])")
@@ -22,7 +25,7 @@ BRIEF_CONFLICTS_HINT = ("conflicts list the other memory's id only: read both wi
 @dataclass
 class Item:
     content: str
-    category: str = "general"
+    category: Category = "general"
     tags: list[str] = field(default_factory=list)
     importance: int = 3
     # Kept by memory_import; new memories get now / 0.
@@ -37,27 +40,28 @@ class Item:
     # `global_id` (memory_import, team sync: the caller makes sure the id is not in use);
     # without one it is created private and the caller shares it (team/sync.set_scope,
     # which refuses secrets).
-    scope: str = "private"
+    scope: Scope = "private"
     global_id: str = ""
 
 
 @dataclass
 class Outcome:
-    status: str            # stored | duplicate | merged
+    status: OutcomeStatus
     memory: Memory
     similarity: float | None = None
-    conflicts: list = field(default_factory=list)
+    conflicts: list[ConflictFlag] = field(default_factory=list)
 
-    def view(self, brief_conflicts: bool = False) -> dict:
+    def view(self, brief_conflicts: bool = False) -> dict[str, object]:
         """`brief_conflicts`: each conflict as type, id and similarity only (a batch's
         results would otherwise repeat text and resolutions for every pair)."""
-        out = {"status": self.status, "id": self.memory.id,
-               "importance": self.memory.importance}
+        out: dict[str, object] = {"status": self.status, "id": self.memory.id,
+                                  "importance": self.memory.importance}
         if self.status == "merged":
             out["merged_into"] = self.memory.id
             out["similarity"] = round(self.similarity or 0.0, 3)
         if self.conflicts:
-            out["conflicts"] = [{k: c[k] for k in BRIEF_CONFLICT} for c in self.conflicts] \
+            out["conflicts"] = [{"type": c["type"], "memory_id": c["memory_id"],
+                                 "similarity": c["similarity"]} for c in self.conflicts] \
                 if brief_conflicts else with_resolutions(self.memory.id, self.conflicts)
         found = markers(self.memory.content)
         if found:
@@ -65,7 +69,8 @@ class Outcome:
         return out
 
 
-def ingest(store, workspace: str, items: list[Item], vectors, settings,
+def ingest(store: MemoryStore, workspace: str, items: list[Item],
+           vectors: Sequence[np.ndarray] | np.ndarray, settings: Settings,
            merge_into: set[int] | None = None, flag_conflicts: bool = True,
            origin: Origin = Origin()) -> list[Outcome]:
     """Add `items` (with their embeddings) to `store` in one transaction. Write lock held.
@@ -111,21 +116,21 @@ def ingest(store, workspace: str, items: list[Item], vectors, settings,
 class _Batch:
     """The memories one ingest call creates and changes, until they are committed together."""
 
-    def __init__(self, store, workspace: str, origin: Origin):
+    def __init__(self, store: MemoryStore, workspace: str, origin: Origin):
         self.store, self.workspace, self.now = store, workspace, utcnow()
         self.origin = origin  # of the memories it creates (a merge keeps the older one's)
         self.new: dict[int, tuple[Memory, np.ndarray]] = {}
         # existing memories merged into: (as they are to be, a new embedding or None)
         self.changed: dict[int, tuple[Memory, np.ndarray | None]] = {}
         self.holder: dict[int, int] = {}  # item index -> the new memory that carries its vector
-        self.intended: dict[int, str] = {}  # new memory -> the scope its item asked for
+        self.intended: dict[int, Scope] = {}  # new memory -> the scope its item asked for
 
     def changes(self) -> Changes:
         return Changes(inserted=list(self.new.values()), updated=list(self.changed.values()))
 
     def place(self, index: int, item: Item, vector: np.ndarray,
               existing: list[tuple[int, float]], batch_matrix: np.ndarray | None,
-              settings) -> Outcome:
+              settings: Settings) -> Outcome:
         """Item `index` as a duplicate, a merge or a new memory. `batch_matrix`: the batch's
         embeddings, when items may merge with earlier items of the same batch."""
         digest = content_hash(item.content)
@@ -156,19 +161,19 @@ class _Batch:
                                        None)
         return self.changed[memory_id][0]
 
-    def scope_of(self, m: Memory) -> str:
+    def scope_of(self, m: Memory) -> Scope:
         """The scope a memory has, or is to have once the caller shares what it asked to."""
         return self.intended.get(m.id, m.scope)
 
-    def _holding(self, digest: str, scope: str) -> Memory | None:
+    def _holding(self, digest: str, scope: Scope) -> Memory | None:
         """The memory of `scope` whose text (as this batch has left it so far) is this one."""
         for m, _ in (*self.new.values(), *self.changed.values()):
             if m.content_hash == digest and self.scope_of(m) == scope:
                 return m
-        m = self.store.find_hash(self.workspace, digest, scope)
-        if m is not None and m.id in self.changed:
+        held = self.store.find_hash(self.workspace, digest, scope)
+        if held is not None and held.id in self.changed:
             return None  # an earlier item merged a fuller wording into it
-        return m
+        return held
 
     def _merge(self, memory_id: int, index: int, item: Item, digest: str,
                vector: np.ndarray) -> Memory:
@@ -204,8 +209,9 @@ class _Batch:
         return m
 
 
-def merge_candidate(candidates: list[tuple[Memory, float]], item: Item, settings,
-                    scope_of: Callable[[Memory], str] = lambda m: m.scope):
+def merge_candidate(candidates: list[tuple[Memory, float]], item: Item, settings: Settings,
+                    scope_of: Callable[[Memory], Scope] = lambda m: m.scope
+                    ) -> tuple[Memory, float] | tuple[None, None]:
     """The memory among (memory, cosine) `candidates` this item should merge into, if any:
     same scope and category, cosine at or above the dedup threshold, tags overlapping
     enough, and no value that differs between the two."""

@@ -18,6 +18,7 @@ import re
 import unicodedata
 import zlib
 from functools import lru_cache
+from typing import Any
 
 from ..core.content_memo import ContentMemo
 from ..storage.vector_snapshot import digest
@@ -207,15 +208,15 @@ def _matches(view: str) -> list[str]:
     return [name for name, pattern in _COMPILED if pattern.search(view)]
 
 
-def _join_letters(run: re.Match) -> str:
+def _join_letters(run: re.Match[str]) -> str:
     """'i g n o r e  a l l' -> 'ignore all': single separators join letters, wider ones
     separate words."""
     return " ".join(re.sub(r"[ .\-_*·]", "", word)
                     for word in re.split(r"[ .\-_*·]{2,}", run.group()))
 
 
-def _latin_lookalikes(word: re.Match) -> str:
-    text = word.group()
+def _latin_lookalikes(word: re.Match[str]) -> str:
+    text: str = word.group()
     if any("a" <= c.lower() <= "z" for c in text):
         return text.translate(_LOOKALIKE)
     return text
@@ -237,7 +238,8 @@ def _decoded_runs(text: str) -> list[str]:
     return out
 
 
-def flag(item: dict, text: str, memo: ContentMemo | None = None) -> dict:
+def flag(item: dict[str, Any], text: str, memo: ContentMemo | None = None
+         ) -> dict[str, Any]:  # a JSON object being shaped
     """Add `untrusted_content` to a result that carries injection markers."""
     found = markers(text, memo)
     if found:

@@ -293,7 +293,10 @@ def disagree(a: str, b: str) -> bool:
         _swapped_values(a, b)
 
 
-def _digits(found: tuple) -> frozenset[str]:
+Values = tuple[tuple[str, str], ...]  # (value, kind) of each value token, in order
+
+
+def _digits(found: Values) -> frozenset[str]:
     return frozenset(v for v, _ in found if _HAS_DIGIT.search(v))
 
 
@@ -308,7 +311,7 @@ def same_subject(a: str, b: str) -> bool:
     return _overlap(subject(a) | shared, subject(b) | shared) >= SAME_SUBJECT
 
 
-def _differing(fa: tuple, fb: tuple, stems_a: frozenset[str] = frozenset(),
+def _differing(fa: Values, fb: Values, stems_a: frozenset[str] = frozenset(),
                stems_b: frozenset[str] = frozenset()) -> list[tuple[str, str, str]]:
     """(kind, value of a, value of b) for each value one text has in place of one of the
     other's, kind by kind (a name stands for a technology too). A value the other text

@@ -3,6 +3,7 @@ checks, conflicts, annotations) as one `Page`, memories read by id, and memories
 without ranking. Each reads under one read lock and re-anchors code that only moved after it."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
@@ -15,11 +16,12 @@ from ..curation.freshness import Freshness
 from ..curation.screening import flag
 from ..search.graph_signal import boost
 from ..search.ranking import Ranked, SearchFilter, demote_superseded, rank
+from ..store.neighbours import ConflictFlag
 from ..store.store import MemoryStore
 from .code_checks import Checks, check_code, follow_moved_code, rank_by_code
 from .context import CallContext, Reach
 
-Conflict = dict[str, Any]  # one conflict flag, as curation/conflicts.py reports it
+Conflict = ConflictFlag  # one conflict flag, as curation/conflicts.py reports it
 
 
 @dataclass(frozen=True)
@@ -29,11 +31,11 @@ class Notes:
     instruct the agent (curation/screening.py's flag)."""
     superseded_by: list[int]
     supersession_cycle: list[int] | None
-    conflicts: list[Conflict]
+    conflicts: Sequence[Conflict]  # with the calls that settle them, where asked
     untrusted: dict[str, Any] | None
 
 
-def notes_on(store: MemoryStore, m: Memory, found: list[Conflict] | None) -> Notes:
+def notes_on(store: MemoryStore, m: Memory, found: Sequence[Conflict] | None) -> Notes:
     """The Notes of `m`; `found`: its conflicts, from conflicts(). Read lock held."""
     graph = store.graph
     untrusted = flag({}, m.content, store.screened).get("untrusted_content")

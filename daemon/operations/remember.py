@@ -4,13 +4,14 @@ anchored to the code it names, embedded, ingested and, when asked, shared."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from ..core.config import Settings
 from ..core.errors import invalid
 from ..core.records import content_hash
+from ..core.types import Category, Scope
 from ..curation.capture import RESTATE_FLOOR, Neighbour, Verdict, judge, restated
 from ..curation.conflicts import workspace_ids
 from ..curation.freshness import written_context
@@ -24,14 +25,11 @@ from .sharing import share_after_write
 
 RESTATE_NEIGHBOURS = 5  # existing memories a stored text is compared with for a restatement
 
-Scope = Literal["private", "shared"]
-
-
 @dataclass(frozen=True)
 class Entry:
     """One text to remember, as a caller gives it."""
     content: str
-    category: str = "general"
+    category: Category = "general"
     tags: list[str] = field(default_factory=list)
     importance: int = 3
     anchors: list[dict[str, Any]] | None = None  # explicit code anchors (path, lines, symbol)

@@ -11,12 +11,12 @@ import numpy as np
 from ..core.anchors import CodeContext
 from ..core.errors import invalid, not_found
 from ..core.records import Memory, content_hash, normalise_tags, utcnow
+from ..core.types import Category, Scope
 from ..curation.freshness import refreshed, written_context
 from ..store.changes import Changes
 from ..store.store import MemoryStore
 from .admitting import LeftOut, clean_tags, private_free
 from .context import CallContext
-from .remember import Scope
 from .sharing import check_shareable, merge_sharing, share_after_write
 
 Staged = dict[int, tuple[Memory, np.ndarray | None]]  # memory id -> as it is to be
@@ -27,7 +27,7 @@ class Change:
     """One memory's change; None: that field stays as it is."""
     id: int
     content: str | None = None
-    category: str | None = None
+    category: Category | None = None
     tags: list[str] | None = None
     importance: int | None = None
     scope: Scope | None = None

@@ -22,8 +22,9 @@ from ..core import strict_json
 from ..core.anchors import MAX_CODE_JSON, CodeContext
 from ..core.config import Settings
 from ..core.errors import invalid
-from ..core.records import SCOPES, from_iso
+from ..core.records import from_iso
 from ..core.strict_schema import StrictValidator
+from ..core.types import SCOPES, Category, Scope
 from ..curation import admission
 from ..curation.ingest import Item
 from ..storage.database import RELATION_TYPES
@@ -49,7 +50,7 @@ class _MemoryKeys(TypedDict):
 
 class MemoryRow(_MemoryKeys, total=False):
     """One memory of the file."""
-    category: str
+    category: Category
     tags: list[str]
     importance: int
     access_count: int
@@ -59,7 +60,7 @@ class MemoryRow(_MemoryKeys, total=False):
     embedding_model: str
     workspace: str
     code: dict[str, Any]  # CodeContext as JSON (core/anchors.py)
-    scope: str
+    scope: Scope
     global_id: str  # a shared memory's file name in .memnest/shared/
 
 

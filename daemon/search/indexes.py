@@ -302,7 +302,7 @@ class KeywordIndex:
     """BM25 over content and tags (English stemming), with workspace and category as exact
     terms so filters run inside the index rather than after it."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         builder = tantivy.SchemaBuilder()
         builder.add_integer_field("id", stored=True, indexed=True, fast=True)
         builder.add_text_field("text", stored=False, tokenizer_name="en_stem")

@@ -93,11 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     # Imported here so that `memnestd --help` stays fast.
     from .listener import AlreadyRunning, InstanceLock, inherited_listener, prepare_socket_dir
     from .tls import config_from
-    tls = config_from(args.listen_tls, args.tls_dir)  # exits when its files are unsafe
+    settings = Settings.from_env()
+    # exits when its files are unsafe
+    tls = config_from(args.listen_tls, args.tls_dir, settings.tls)
 
     listener = inherited_listener()  # systemd socket activation
     sock = _address(listener)
-    settings = Settings.from_env()
     idle_exit_minutes = _idle_exit_minutes()
     prepare_socket_dir(sock)
     try:

@@ -17,10 +17,10 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.config import TlsSettings
+
 log = logging.getLogger(__name__)
 
-ENV_LISTEN = "MEMNEST_TLS_LISTEN"
-ENV_DIR = "MEMNEST_TLS_DIR"
 ENV_CERT, ENV_KEY, ENV_CA = "MEMNEST_TLS_CERT", "MEMNEST_TLS_KEY", "MEMNEST_TLS_CA"
 ENV_CLIENTS = "MEMNEST_TLS_CLIENTS"
 MAX_FILE_BYTES = 1 << 20
@@ -71,20 +71,22 @@ def parse_listen(value: str) -> str:
     return f"{host}:{int(port)}"
 
 
-def config_from(listen: str | None, tls_dir: str | None) -> TlsConfig | None:
-    """The TLS listener's configuration, or None when none is asked for. Exits with a clear
-    message when anything it needs is missing, unreadable or unsafe."""
-    listen = (listen or os.environ.get(ENV_LISTEN, "")).strip()
+def config_from(listen: str | None, tls_dir: str | None,
+                settings: TlsSettings) -> TlsConfig | None:
+    """The TLS listener's configuration, or None when none is asked for: `listen` and
+    `tls_dir` (memnestd's options) before the settings. Exits with a clear message when
+    anything it needs is missing, unreadable or unsafe."""
+    listen = (listen or settings.listen).strip()
     if not listen:
         return None
     address = parse_listen(listen)
-    folder = (tls_dir or os.environ.get(ENV_DIR, "")).strip()
+    folder = (tls_dir or settings.dir).strip()
     base = Path(folder).expanduser() if folder else None
     paths: dict[str, Path] = {}
-    for env, name, what in ((ENV_CERT, "server.crt", "server certificate"),
-                            (ENV_KEY, "server.key", "server key"),
-                            (ENV_CA, "ca.crt", "CA certificate")):
-        value = os.environ.get(env, "").strip()
+    for env, value, name, what in ((ENV_CERT, settings.cert, "server.crt",
+                                    "server certificate"),
+                                   (ENV_KEY, settings.key, "server.key", "server key"),
+                                   (ENV_CA, settings.ca, "ca.crt", "CA certificate")):
         if value:
             paths[env] = Path(value).expanduser()
         elif base is not None:
@@ -92,9 +94,8 @@ def config_from(listen: str | None, tls_dir: str | None) -> TlsConfig | None:
         else:
             raise _refuse(f"--listen-tls needs the {what}: set {env} or give --tls-dir DIR "
                           f"holding {name} (`memnest-ctl tls init` writes them)")
-    clients_value = os.environ.get(ENV_CLIENTS, "").strip()
-    if clients_value:
-        clients_path = Path(clients_value).expanduser()
+    if settings.clients:
+        clients_path = Path(settings.clients).expanduser()
     elif base is not None:
         clients_path = base / "clients.json"
     else:

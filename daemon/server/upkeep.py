@@ -5,7 +5,7 @@ most for one small write."""
 import logging
 import time
 
-from ..curation.dream import dream
+from ..curation.dream import DreamReport, dream
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +19,7 @@ class Upkeep:
     def enabled(self) -> bool:
         return self.settings.upkeep_idle_minutes > 0
 
-    def run_due(self) -> list[dict]:
+    def run_due(self) -> list[DreamReport]:
         """Dream every open workspace that is idle and due. Returns the reports."""
         if not self.enabled:
             return []

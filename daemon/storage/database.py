@@ -16,6 +16,7 @@ import numpy as np
 from ladybug.prepared_statement import PreparedStatement
 
 from ..core.records import Memory, content_hash
+from ..core.types import Category, Via
 from . import db_files, integrity, wal_recovery
 from .row_journal import RowJournal
 from .vector_snapshot import Snapshot
@@ -551,9 +552,12 @@ def _memory(row) -> Memory:
     content = content or ""
     created_at = created_at or updated_at or UNKNOWN_TIME
     intern = sys.intern  # the same few workspaces, categories, models and tags recur
+    # category and via as memnest writes them (a raw Cypher write may have left another)
+    category = cast(Category, intern(category or "general"))
+    via = cast(Via, intern(via or ""))
     return Memory(memory_id, content, digest or content_hash(content),
-                  intern(category or "general"), [intern(t) for t in tags or ()],
+                  category, [intern(t) for t in tags or ()],
                   int(importance or 3), int(access_count or 0), intern(workspace or ""),
                   created_at, updated_at or created_at, accessed_at, intern(model or ""),
-                  intern(via or ""), intern(client or ""), session or "", code or "",
+                  via, intern(client or ""), session or "", code or "",
                   "shared" if scope == "shared" else "private", global_id or "")

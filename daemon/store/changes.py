@@ -5,15 +5,15 @@ Every change to memories, links, verdicts or the graph signal is a `Changes` han
 transaction and then brings the catalog, both search indexes, the graph mirror and the
 conflict neighbours up to date. Tools and curation describe; only the store writes.
 """
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..core.records import Memory
 from ..storage.database import RELATION_TYPES
+from .graph import Edge as Edge  # what a Changes names its links by
 from .graph import pair
-
-Edge = tuple[str, int, int]
 
 
 class ChangeRefused(RuntimeError):
@@ -48,19 +48,19 @@ class Changes:
         self.updated.append((m, vector))
         return self
 
-    def delete(self, ids) -> "Changes":
+    def delete(self, ids: Iterable[int]) -> "Changes":
         self.deleted += ids
         return self
 
-    def add_edges(self, edges) -> "Changes":
+    def add_edges(self, edges: Iterable[Edge]) -> "Changes":
         self.edges_added += edges
         return self
 
-    def remove_edges(self, edges) -> "Changes":
+    def remove_edges(self, edges: Iterable[Edge]) -> "Changes":
         self.edges_removed += edges
         return self
 
-    def keep_separate(self, pairs) -> "Changes":
+    def keep_separate(self, pairs: Iterable[tuple[int, int]]) -> "Changes":
         self.kept_separate += [pair(a, b) for a, b in pairs]
         return self
 

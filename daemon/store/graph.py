@@ -1,6 +1,9 @@
 """The relations between memories, mirrored in memory like the search indexes: loaded from the
 database when it opens and changed only after a write that commits."""
 from collections import defaultdict
+from collections.abc import Iterable
+
+Edge = tuple[str, int, int]  # (relation type, from id, to id)
 
 
 def pair(a: int, b: int) -> tuple[int, int]:
@@ -8,12 +11,12 @@ def pair(a: int, b: int) -> tuple[int, int]:
 
 
 class Graph:
-    def __init__(self, edges: list[tuple[str, int, int]], verdicts: list[tuple[int, int]]):
-        self.edges: set[tuple[str, int, int]] = set(edges)
+    def __init__(self, edges: list[Edge], verdicts: list[tuple[int, int]]):
+        self.edges: set[Edge] = set(edges)
         self.separate: set[tuple[int, int]] = {pair(a, b) for a, b in verdicts}
         self._cycles: dict[int, list[int]] | None = None
         self._superseders: dict[int, list[int]] | None = None
-        self._by_pair: dict[tuple[int, int], list[tuple[str, int, int]]] | None = None
+        self._by_pair: dict[tuple[int, int], list[Edge]] | None = None
         self.version = 0  # bumped by every change
 
     # -- changes (write lock held) -------------------------------------------------------
@@ -30,7 +33,7 @@ class Graph:
         self.separate.add(pair(a, b))
         self.version += 1
 
-    def forget(self, ids) -> None:
+    def forget(self, ids: Iterable[int]) -> None:
         """Deleted memories take their edges and verdicts with them."""
         gone = set(ids)
         self.edges = {e for e in self.edges if e[1] not in gone and e[2] not in gone}
@@ -43,15 +46,15 @@ class Graph:
 
     # -- questions -----------------------------------------------------------------------
 
-    def between(self, a: int, b: int) -> list[tuple[str, int, int]]:
+    def between(self, a: int, b: int) -> list[Edge]:
         if self._by_pair is None:  # conflict flags ask this of every pair they show
-            index: dict[tuple[int, int], list[tuple[str, int, int]]] = defaultdict(list)
+            index: dict[tuple[int, int], list[Edge]] = defaultdict(list)
             for edge in sorted(self.edges):
                 index[pair(edge[1], edge[2])].append(edge)
             self._by_pair = dict(index)
         return list(self._by_pair.get(pair(a, b), ()))
 
-    def of(self, memory_id: int) -> list[dict]:
+    def of(self, memory_id: int) -> list[dict[str, str | int]]:
         return [{"type": rel, "from_id": a, "to_id": b} for rel, a, b in sorted(self.edges)
                 if memory_id in (a, b)]
 
@@ -65,7 +68,7 @@ class Graph:
     def superseded_by(self, memory_id: int) -> list[int]:
         return list(self._superseded().get(memory_id, ()))
 
-    def any_superseded(self, ids) -> bool:
+    def any_superseded(self, ids: Iterable[int]) -> bool:
         """Whether any of `ids` is superseded (searches ask this of every candidate)."""
         superseded = self._superseded()
         return bool(superseded) and any(i in superseded for i in ids)
@@ -93,7 +96,7 @@ class Graph:
         return self._cycles.get(memory_id)
 
 
-def supersession_cycles(edges) -> list[list[int]]:
+def supersession_cycles(edges: Iterable[Edge]) -> list[list[int]]:
     """Strongly connected components of the SUPERSEDES graph with more than one member, or a
     memory that supersedes itself (Tarjan's algorithm, iterative)."""
     successors: dict[int, list[int]] = defaultdict(list)

@@ -1,14 +1,35 @@
 """The conflict neighbours a store keeps: each memory's nearest memories, kept across writes,
 and the flags made from them (curation/conflicts.py finds and reads them)."""
 import threading
+from collections.abc import Callable
 from itertools import islice
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 import numpy as np
 
 from ..search.neighbour_table import NeighbourTable
 
+if TYPE_CHECKING:  # the store keeps this cache; the cache reads the store's index
+    from .store import MemoryStore
+
 FORGET_ALL_FROM = 32  # a write changing more memories than this forgets every entry
 MAX_ENTRIES = 5000  # per store; an entry with its flags' previews holds ~1-5 KB
+
+Key = tuple[int, str]  # (memory id, workspace): whose nearest memories, among which
+Hits = list[tuple[int, float]]  # (memory id, cosine), nearest first
+
+
+class ConflictFlag(TypedDict):
+    """One memory that looks like another (curation/conflicts.py makes them)."""
+    type: Literal["value_disagreement", "near_duplicate"]
+    memory_id: int  # the other memory
+    similarity: float
+    content: str  # the other's text, shortened
+    newer: bool  # whether the other is the newer of the two
+
+
+# hits, and the table that records value verdicts (None: an entry) -> the flags
+MakeFlags = Callable[[Hits, NeighbourTable | None], list[ConflictFlag]]
 
 
 class NeighbourCache:
@@ -26,9 +47,9 @@ class NeighbourCache:
     so changes to the entries take a lock of their own."""
 
     def __init__(self, table: NeighbourTable | None = None):
-        self._hits: dict[tuple[int, str], list[tuple[int, float]]] = {}
-        self._flags: dict[tuple[int, str], tuple[int, list[dict]]] = {}  # graph version, flags
-        self._listed_in: dict[int, set[tuple[int, str]]] = {}  # id -> entries listing it
+        self._hits: dict[Key, Hits] = {}
+        self._flags: dict[Key, tuple[int, list[ConflictFlag]]] = {}  # graph version, flags
+        self._listed_in: dict[int, set[Key]] = {}  # id -> entries listing it
         self._workspaces: set[str] = set()  # of the entries
         self.table = table  # the whole database's rows
         self.floor: float | None = None if table is None else table.floor
@@ -59,11 +80,11 @@ class NeighbourCache:
         assert self.table is not None
         return self.table
 
-    def hits(self, key: tuple[int, str], whole: bool) -> list[tuple[int, float]] | None:
+    def hits(self, key: Key, whole: bool) -> Hits | None:
         """An entry's hits (None: not known). `whole`: its workspace is the database."""
         return self.rows.get(key[0]) if whole else self._hits.get(key)
 
-    def put(self, key: tuple[int, str], hits: list[tuple[int, float]], whole: bool) -> None:
+    def put(self, key: Key, hits: Hits, whole: bool) -> None:
         with self._lock:
             self._flags.pop(key, None)  # made from hits this replaces
             if whole:
@@ -77,7 +98,7 @@ class NeighbourCache:
             for other_id, _ in hits:
                 self._listed_in.setdefault(other_id, set()).add(key)
 
-    def _drop(self, key: tuple[int, str]) -> None:
+    def _drop(self, key: Key) -> None:
         self._flags.pop(key, None)
         for other_id, _ in self._hits.pop(key, ()):
             holders = self._listed_in.get(other_id)
@@ -86,8 +107,8 @@ class NeighbourCache:
                 if not holders:
                     del self._listed_in[other_id]
 
-    def flags(self, key: tuple[int, str], whole: bool, graph_version: int,
-              make) -> list[dict] | None:
+    def flags(self, key: Key, whole: bool, graph_version: int,
+              make: MakeFlags) -> list[ConflictFlag] | None:
         """The flags of an entry (None if it has none), made from its hits by `make`
         (given the table that records value verdicts when the entry is one of its rows)."""
         made = self._flags.get(key)
@@ -104,7 +125,7 @@ class NeighbourCache:
             self._flags[key] = (graph_version, flags)
         return flags
 
-    def forget(self, store, changed: list[int], removed: list[int],
+    def forget(self, store: "MemoryStore", changed: list[int], removed: list[int],
                moved: list[int] | None = None, keep_rows: bool = False) -> None:
         """After a write (write lock held): `changed` memories were added or rewritten (the
         index holds their vectors now), `removed` ones are gone; `moved`, those of `changed`
@@ -137,7 +158,7 @@ class NeighbourCache:
             for key in stale:
                 self._drop(key)
 
-    def _forget_rows(self, store, changed: list[int], removed: list[int],
+    def _forget_rows(self, store: "MemoryStore", changed: list[int], removed: list[int],
                      moved: list[int], keep_rows: bool) -> None:
         """The table's part of forget(): rows keep up with the write; flags go wherever a
         memory they show (its preview, which of two is newer) was written or removed."""

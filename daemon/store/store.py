@@ -10,7 +10,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 import numpy as np
@@ -18,6 +18,7 @@ import numpy as np
 from ..core.content_memo import ContentMemo
 from ..core.records import Memory, utcnow
 from ..core.rwlock import RWLock
+from ..core.types import Scope
 from ..search.hash_table import HashTable
 from ..search.indexes import KeywordIndex, VectorIndex, keyword_text
 from ..search.memory_columns import MemoryColumns
@@ -26,7 +27,7 @@ from ..search.timeline import Timeline
 from ..storage import vector_snapshot
 from ..storage.database import Database
 from .changes import ChangeRefused, Changes, refusal
-from .graph import Graph
+from .graph import Edge, Graph
 from .neighbours import NeighbourCache
 from .team_slot import TeamSlot
 
@@ -36,10 +37,19 @@ log = logging.getLogger(__name__)
 # vector snapshot at once rather than when the workspace closes.
 SNAPSHOT_AFTER_READING = 1000
 
+# texts -> their embeddings, one row each (the model's, handed down from above)
+Embed = Callable[[list[str]], np.ndarray]
+# Called after each commit, write lock still held, with (the store, the changes, the deleted
+# memories as they were, the ids that lost links to them): the team layer rewrites shared
+# memories' files there.
+AfterCommit = Callable[["MemoryStore", Changes, list[Memory], set[int]], None]
+# search.ranking.scope_ids's answers: a filter's key -> the ids it admits (None: all)
+ScopeAnswers = dict[tuple[object, ...], frozenset[int] | None]
+
 
 class MemoryStore:
     def __init__(self, db_path: str, model: str, dim: int, buffer_pool_mb: int,
-                 max_db_gb: int, db_threads: int = 2, embed=None):
+                 max_db_gb: int, db_threads: int = 2, embed: Embed | None = None) -> None:
         started = time.monotonic()
         self.db_path = db_path
         self.model = model
@@ -56,10 +66,7 @@ class MemoryStore:
         self.keywords = KeywordIndex()
         self.last_used = time.monotonic()
         self.version = 0  # bumped by every change to the catalog or the indexes
-        # called after each commit, write lock still held, with (store, changes, the deleted
-        # memories as they were, the ids that lost links to them): the team layer rewrites
-        # shared memories' files there
-        self.after_commit: list = []
+        self.after_commit: list[AfterCommit] = []
         # team memory's state (team/state.py): set by the registry that opens the store
         self.team: TeamSlot | None = None
         self._load()
@@ -69,7 +76,7 @@ class MemoryStore:
 
     def _load(self) -> None:
         self.neighbours = NeighbourCache()  # conflict flags' nearest memories (neighbours.py)
-        self.scopes: tuple[int, dict] = (-1, {})  # search.scope_ids's answers at a version
+        self.scopes: tuple[int, ScopeAnswers] = (-1, {})  # at a store version
         snapshot = None if self.db.ephemeral else \
             vector_snapshot.load(self.db_path, self.model, self.vectors.dim)
         memories, embedded_ids, matrix, read, unembedded = self.db.load_all(snapshot)
@@ -84,7 +91,7 @@ class MemoryStore:
         # (Rows made by hand name none: memory_stats reports them, memory_dream embeds them.)
         lost = [m for m in unembedded if m.embedding_model == self.model]
         if lost and self._embed is not None:
-            embedded_ids, matrix = self._embed_again(lost, embedded_ids, matrix)
+            embedded_ids, matrix = self._embed_again(self._embed, lost, embedded_ids, matrix)
         self.catalog = {m.id: m for m in memories}
         # injection markers by text digest (curation/screening.py), kept across restarts
         self.screened = snapshot.screened if snapshot is not None and \
@@ -109,7 +116,8 @@ class MemoryStore:
             saved_next = 1
         self._next_id = max(max(self.catalog, default=0) + 1, saved_next)
         # An open store is many long-lived objects that every full pass of the cycle
-        # collector would walk, in whichever search was allocating (RESULTS.md, perf. 34).
+        # collector would walk, in whichever search was allocating
+        # (bench/RESULTS.md#search-profiles).
         # Frozen, the collector leaves them be; closing a store thaws them
         # (StoreRegistry.close_idle) so that cycles among what it held can go.
         gc.freeze()
@@ -120,7 +128,8 @@ class MemoryStore:
                              daemon=True).start()
 
     def _servable(self, memories: list[Memory], embedded_ids: list[int], matrix: np.ndarray,
-                  unembedded: list[Memory]):
+                  unembedded: list[Memory]
+                  ) -> tuple[list[Memory], list[int], np.ndarray, list[Memory]]:
         """Leave out rows whose id no tool would have given: several structures are arrays
         indexed by id, and a row with id 400,000,000 (written by raw Cypher) had every open
         run the daemon out of memory. memory_verify lists such rows."""
@@ -136,10 +145,11 @@ class MemoryStore:
                 [embedded_ids[k] for k in keep], matrix[keep],
                 [m for m in unembedded if 1 <= m.id <= self.id_limit])
 
-    def _embed_again(self, memories: list[Memory], ids: list[int], matrix: np.ndarray):
+    def _embed_again(self, embed: Embed, memories: list[Memory], ids: list[int],
+                     matrix: np.ndarray) -> tuple[list[int], np.ndarray]:
         """Rows whose deferred embeddings a crash lost (database.Database.transaction) get
         them again from the model, before the store serves a call."""
-        vectors = np.asarray(self._embed([m.content for m in memories]), dtype=np.float32)
+        vectors = np.asarray(embed([m.content for m in memories]), dtype=np.float32)
         with self.db.transaction() as db:
             db.write_embeddings({m.id: v for m, v in zip(memories, vectors)})
         log.warning("%s: embedded %d memories again (their embeddings were not yet written "
@@ -166,19 +176,19 @@ class MemoryStore:
                                  neighbours, self.screened)
 
     @contextmanager
-    def reading(self):
+    def reading(self) -> Iterator["MemoryStore"]:
         self.last_used = time.monotonic()
         with self.lock.read():
             yield self
 
     @contextmanager
-    def writing(self):
+    def writing(self) -> Iterator["MemoryStore"]:
         self.last_used = time.monotonic()
         with self.lock.write():
             yield self
 
     @contextmanager
-    def database_closed(self):
+    def database_closed(self) -> Iterator[None]:
         """The database file closed for the block, for another process to use (memory_query's
         worker), then opened again. Write lock held: no call sees it closed."""
         self.db.close()
@@ -216,15 +226,24 @@ class MemoryStore:
                        if e not in self.graph.edges]
         verdicts = [p for p in dict.fromkeys(changes.kept_separate)
                     if p not in self.graph.separate]
-        inserted = [m for m, _ in changes.inserted]
-        # Small new rows leave their embeddings to the next checkpoint (Database.transaction):
-        # a single store then costs no checkpoint. Changes to existing memories cannot wait.
-        defer = changes.only_inserts() and self.db.can_defer(inserted)
         gone = [self.catalog[i] for i in dict.fromkeys(changes.deleted)]
         # memories whose links to the deleted ones go with them (for the hooks below)
         doomed = set(changes.deleted)
         unlinked = {a for _, a, b in self.graph.edges if b in doomed} \
             if gone and self.after_commit else set()
+        self._written(changes, edges_added, verdicts)
+        self._derived(changes, edges_added, verdicts)
+        for hook in self.after_commit:
+            hook(self, changes, gone, unlinked - doomed)
+
+    def _written(self, changes: Changes, edges_added: list[Edge],
+                 verdicts: list[tuple[int, int]]) -> None:
+        """commit()'s database transaction: `edges_added` and `verdicts` are the changes'
+        links and verdicts the store does not hold yet."""
+        inserted = [m for m, _ in changes.inserted]
+        # Small new rows leave their embeddings to the next checkpoint (Database.transaction):
+        # a single store then costs no checkpoint. Changes to existing memories cannot wait.
+        defer = changes.only_inserts() and self.db.can_defer(inserted)
         now = utcnow()
         with self.db.transaction(checkpoint=not defer) as db:
             if changes.deleted:
@@ -248,6 +267,10 @@ class MemoryStore:
                 db.set_meta(key, value)
             if changes.reap_topics:
                 db.reap_all_topics()
+
+    def _derived(self, changes: Changes, edges_added: list[Edge],
+                 verdicts: list[tuple[int, int]]) -> None:
+        """Everything derived from the database, brought up to what commit() wrote."""
         if changes.deleted:
             self._unindexed(changes.deleted)
         if changes.inserted or changes.updated:
@@ -261,8 +284,6 @@ class MemoryStore:
         for memory_id in changes.signal_of:
             self.signal.pop(memory_id, None)
         self.signal.update(changes.signal)
-        for hook in self.after_commit:
-            hook(self, changes, gone, unlinked - doomed)
 
     @contextmanager
     def rebuilt_afterwards(self) -> Iterator[None]:
@@ -325,7 +346,7 @@ class MemoryStore:
         self.keywords.remove_many(ids)
         self.neighbours.forget(self, [], list(ids))
 
-    def record_access(self, ids) -> None:
+    def record_access(self, ids: Iterable[int]) -> None:
         """Count that these memories were returned to a caller. Read (or write) lock held:
         the catalog changes at once, the database at the next flush_access()."""
         now = utcnow()
@@ -378,7 +399,8 @@ class MemoryStore:
             return list(self.catalog.values())
         return [m for m in self.catalog.values() if m.workspace == workspace]
 
-    def find_hash(self, workspace: str, digest: str, scope: str = "private") -> Memory | None:
+    def find_hash(self, workspace: str, digest: str, scope: Scope = "private"
+                  ) -> Memory | None:
         """The memory of this scope whose text is this one, as far as exact dedup goes."""
         memory_id = self._by_hash.first((workspace, scope, digest))
         return None if memory_id is None else self.catalog.get(memory_id)

@@ -11,15 +11,18 @@ repairable.
 import logging
 import time
 from collections import Counter
+from typing import TypedDict
 
 import numpy as np
 
+from ..core.records import Memory
 from ..search.indexes import keyword_text
 from ..search.neighbour_table import KEPT
 from ..storage import integrity, vector_snapshot
-from ..storage.database import MEMORY_COLUMNS, _memory
+from ..storage.database import MEMORY_COLUMNS, Database, _memory
 from ..storage.integrity import Finding
 from ..storage.row_journal import RowJournal
+from .store import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +31,25 @@ COMPARED = ("content", "content_hash", "category", "tags", "importance", "worksp
             "created_at", "updated_at", "embedding_model")
 VECTOR_TOLERANCE = 1e-5
 
+Rows = dict[int, Memory]  # the database's memories by id
 
-def check(store, quick: bool = False) -> tuple[list[Finding], dict]:
+
+class Checked(TypedDict):
+    """What a check compared."""
+    memories: int
+    with_embedding: int
+    edges: int
+    keep_separate: int
+    quick: bool
+
+
+class Listed(TypedDict):
+    count: int
+    by_kind: dict[str, int]
+    items: list[dict[str, object]]  # the first SHOWN findings
+
+
+def check(store: MemoryStore, quick: bool = False) -> tuple[list[Finding], Checked]:
     """Every finding about `store`, and what was compared. Read lock held by the caller.
     `quick` leaves out what reads every embedding (the vector contents, the neighbour
     rows and the snapshot's vectors)."""
@@ -48,18 +68,19 @@ def check(store, quick: bool = False) -> tuple[list[Finding], dict]:
         found += _neighbour_findings(store)
         found += _snapshot_findings(store, rows)
     found += _journal_findings(store, rows)
-    counts = {"memories": len(rows), "with_embedding": len(embedded),
+    counts: Checked = {"memories": len(rows), "with_embedding": len(embedded),
               "edges": len(store.graph.edges), "keep_separate": len(store.graph.separate),
               "quick": quick}
     return found, counts
 
 
-def verify(store, repair: bool = False, quick: bool = False) -> dict:
+def verify(store: MemoryStore, repair: bool = False, quick: bool = False
+           ) -> dict[str, object]:
     """The report memory_verify returns; with `repair`, after repairing (takes the locks)."""
     started = time.monotonic()
     with store.reading():
         found, counts = check(store, quick and not repair)
-    report = {"database": store.db_path, "checked": counts}
+    report: dict[str, object] = {"database": store.db_path, "checked": counts}
     if repair and found:
         with store.writing(), store.rebuilt_afterwards():
             tags = integrity.tag_findings(store.db)
@@ -83,7 +104,7 @@ def verify(store, repair: bool = False, quick: bool = False) -> dict:
     return report
 
 
-def _listed(found: list[Finding]) -> dict:
+def _listed(found: list[Finding]) -> Listed:
     kinds = Counter(f.kind for f in found)
     return {"count": len(found), "by_kind": dict(sorted(kinds.items())),
             "items": [f.view() for f in found[:SHOWN]]}
@@ -91,12 +112,12 @@ def _listed(found: list[Finding]) -> dict:
 
 # -- the parts -------------------------------------------------------------------------------
 
-def _database_rows(db) -> dict:
+def _database_rows(db: Database) -> Rows:
     cols = ", ".join(f"m.{c}" for c in MEMORY_COLUMNS)
     return {m.id: m for m in map(_memory, db.rows(f"MATCH (m:Memory) RETURN {cols}"))}
 
 
-def _embeddings(db, ids: set[int]) -> dict[int, np.ndarray]:
+def _embeddings(db: Database, ids: set[int]) -> dict[int, np.ndarray]:
     out = {i: v for i, v in db.pending_embeddings().items() if i in ids}
     for memory_id, embedding in db.rows(
             "MATCH (m:Memory) WHERE m.embedding IS NOT NULL RETURN m.id, m.embedding"):
@@ -104,7 +125,7 @@ def _embeddings(db, ids: set[int]) -> dict[int, np.ndarray]:
     return out
 
 
-def _unservable(store, rows: dict) -> list[Finding]:
+def _unservable(store: MemoryStore, rows: Rows) -> list[Finding]:
     """Rows with an id no tool gives, which the store does not serve (workspace.py)."""
     found = []
     for memory_id in sorted(i for i in rows if not 1 <= i <= store.id_limit):
@@ -118,7 +139,7 @@ def _unservable(store, rows: dict) -> list[Finding]:
     return found
 
 
-def _catalog_findings(store, rows: dict) -> list[Finding]:
+def _catalog_findings(store: MemoryStore, rows: Rows) -> list[Finding]:
     found = []
     catalog = store.catalog
     for memory_id in rows.keys() - catalog.keys():
@@ -141,7 +162,7 @@ def _catalog_findings(store, rows: dict) -> list[Finding]:
     return found
 
 
-def _vector_findings(store, embedded: set[int],
+def _vector_findings(store: MemoryStore, embedded: set[int],
                      embeddings: dict[int, np.ndarray] | None) -> list[Finding]:
     found = []
     indexed = store.vectors.ids()
@@ -161,7 +182,8 @@ def _vector_findings(store, embedded: set[int],
     if embeddings is not None:
         for memory_id in sorted(embedded & indexed):
             stored, served = embeddings.get(memory_id), store.vectors.vector(memory_id)
-            if stored is None or not np.allclose(stored, served, atol=VECTOR_TOLERANCE):
+            if stored is None or served is None or \
+                    not np.allclose(stored, served, atol=VECTOR_TOLERANCE):
                 found.append(Finding("vector_differs",
                                      f"memory {memory_id}: the vector index holds another "
                                      "vector than the database", memory_id))
@@ -173,7 +195,7 @@ def _vector_findings(store, embedded: set[int],
     return found
 
 
-def _keyword_findings(store, rows: dict) -> list[Finding]:
+def _keyword_findings(store: MemoryStore, rows: Rows) -> list[Finding]:
     found = []
     keywords = store.keywords
     indexed = keywords.ids()
@@ -193,7 +215,7 @@ def _keyword_findings(store, rows: dict) -> list[Finding]:
     return found
 
 
-def _graph_findings(store) -> list[Finding]:
+def _graph_findings(store: MemoryStore) -> list[Finding]:
     found = []
     db, graph = store.db, store.graph
     for name, stored, served in (("edges", set(db.load_edges()), graph.edges),
@@ -213,7 +235,7 @@ def _graph_findings(store) -> list[Finding]:
     return found
 
 
-def _bookkeeping_findings(store, rows: dict) -> list[Finding]:
+def _bookkeeping_findings(store: MemoryStore, rows: Rows) -> list[Finding]:
     """The small structures the write path keeps beside the catalog."""
     found = []
     per_workspace = Counter(m.workspace for m in rows.values())
@@ -233,18 +255,20 @@ def _bookkeeping_findings(store, rows: dict) -> list[Finding]:
     return found
 
 
-def _neighbour_findings(store) -> list[Finding]:
+def _neighbour_findings(store: MemoryStore) -> list[Finding]:
     """Each known neighbour row against the nearest memories found afresh."""
     table = store.neighbours.table
     if table is None or len(store.per_workspace) > 1:
         return []
-    ids, _ = store.vectors.rows()
-    known = ids[table.known_at(ids)].tolist() if len(ids) else []
+    ids, matrix = store.vectors.rows()
+    if not len(ids):
+        return []
+    at = table.known_at(ids)
+    known = ids[at].tolist()
     if not known:
         return []
-    fresh = store.vectors.search_many(np.stack([store.vectors.vector(i) for i in known]),
-                                      None, KEPT, min_score=table.floor)
-    wrong = [i for i, hits in zip(known, fresh) if _similarities(table.get(i)) !=
+    fresh = store.vectors.search_many(matrix[at], None, KEPT, min_score=table.floor)
+    wrong = [i for i, hits in zip(known, fresh) if _similarities(table.get(i) or []) !=
              _similarities(hits)]  # ties may list either of two memories: compare scores
     if wrong:
         return [Finding("neighbour_rows_differ",
@@ -257,7 +281,7 @@ def _similarities(hits: list[tuple[int, float]]) -> list[float]:
     return sorted(round(s, 4) for _, s in hits)
 
 
-def _snapshot_findings(store, rows: dict) -> list[Finding]:
+def _snapshot_findings(store: MemoryStore, rows: Rows) -> list[Finding]:
     """A vector snapshot row the next open would trust must hold the database's vector."""
     if store.db.ephemeral:
         return []
@@ -276,7 +300,7 @@ def _snapshot_findings(store, rows: dict) -> list[Finding]:
     return []
 
 
-def _journal_findings(store, rows: dict) -> list[Finding]:
+def _journal_findings(store: MemoryStore, rows: Rows) -> list[Finding]:
     if store.db.ephemeral:
         return []
     journaled = RowJournal(store.db_path + ".deferred").memories()

@@ -41,6 +41,7 @@ from ..code.files import AnchorError, clean_path
 from ..core import strict_json
 from ..core.anchors import MAX_ANCHORS, MAX_CODE_JSON, Anchor, CodeContext
 from ..core.records import GLOBAL_ID, Memory, from_iso, iso, normalise_tags
+from ..core.types import Category
 from ..curation import admission
 from ..storage.database import RELATION_TYPES
 
@@ -75,7 +76,7 @@ class Shared:
     """A shared memory as its file holds it."""
     global_id: str
     content: str = ""
-    category: str = "general"
+    category: Category = "general"
     tags: list[str] = field(default_factory=list)
     importance: int = 3
     author: str = ""

@@ -4,6 +4,7 @@ that could not be imported."""
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
+from ..curation.conflicts import ResolvedFlag
 from .format import RESOLVE_HINT
 
 # Why a file naming a memory that is not shared here changed nothing.
@@ -26,7 +27,7 @@ class MergedEntry(MemoryEntry):
 
 
 class ConflictEntry(MemoryEntry):
-    conflicts: list[dict[str, Any]]  # curation.conflicts.with_resolutions
+    conflicts: list[ResolvedFlag]
 
 
 class UnsharedEntry(TypedDict):

@@ -5,13 +5,14 @@ from typing import Any, TypedDict
 
 from ..core.config import FUSION_MODES
 from ..core.errors import invalid, not_found
+from ..core.types import Category, Scope
 from ..curation.capture import Verdict
 from ..curation.conflicts import SEARCH_CONFLICTS_HINT
 from ..curation.ingest import BRIEF_CONFLICTS_HINT
 from ..operations import recall
 from ..operations.forget import forget
 from ..operations.recall import ORDERS, Fusion, Hit, ListAsk, Order, Page, Query, Shown
-from ..operations.remember import Entry, Remembered, Scope, remember
+from ..operations.remember import Entry, Remembered, remember
 from ..operations.revise import Change, Result, Revised, revise
 from .code import code_view
 from .common import (
@@ -40,7 +41,7 @@ JSON = dict[str, Any]
 
 class StoreItemArgs(TypedDict, total=False):
     content: str  # required
-    category: str
+    category: Category
     tags: list[str]
     importance: int
     anchors: list[dict[str, Any]]
@@ -291,7 +292,7 @@ def memory_list(ctx: ToolContext, args: ListArgs) -> JSON:
 class UpdateItemArgs(TypedDict, total=False):
     id: int  # required
     content: str
-    category: str
+    category: Category
     tags: list[str]
     importance: int
     scope: Scope

@@ -1,7 +1,7 @@
 """Upkeep tools: memory_dream (consolidation), memory_reindex and memory_verify."""
 import time
 
-from ..curation.dream import dream
+from ..curation.dream import DreamReport, dream
 from ..store.verify import verify
 from .registry import ToolContext, tool
 
@@ -16,7 +16,7 @@ from .registry import ToolContext, tool
        "properties": {"dry_run": {"type": "boolean"}, "force": {"type": "boolean"}},
        "additionalProperties": False},
       destructive=True, long_running=True)
-def memory_dream(ctx: ToolContext, args: dict) -> dict:
+def memory_dream(ctx: ToolContext, args: dict) -> DreamReport:
     return dream(ctx.store, ctx.workspace, ctx.embedder, ctx.settings.dream,
                  dry_run=args.get("dry_run", False), force=args.get("force", False),
                  progress=ctx.progress)
