@@ -7,9 +7,10 @@ either commits whole or leaves nothing behind.
 import logging
 import sys
 import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
 import ladybug as lb
 import numpy as np
@@ -23,6 +24,10 @@ from .vector_snapshot import Snapshot
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = "1"
+# A result row holds the engine's values, as the query orders them; parameters likewise.
+Row = list[Any]
+Params = dict[str, Any]
+
 ENGINE = f"ladybug {lb.__version__}"  # recorded in Meta; see integrity.py
 MEMORY_COLUMNS = ("id", "content", "content_hash", "category", "tags", "importance",
                   "access_count", "workspace", "created_at", "updated_at", "accessed_at",
@@ -119,7 +124,7 @@ class Database:
                 self._connections.append(conn)
         return conn
 
-    def rows(self, query: str, params: dict | None = None) -> list[list]:
+    def rows(self, query: str, params: Params | None = None) -> list[Row]:
         conn = self._conn()
         if params:
             statement = self._prepared(conn, query)
@@ -130,7 +135,7 @@ class Database:
                 raise
         else:
             result = _single(conn.execute(query))
-        out: list[list] = []
+        out: list[Row] = []
         while result.has_next():
             out.append(list(result.get_next()))
         return out
@@ -165,7 +170,7 @@ class Database:
         self._prepared_generation += 1
 
     @contextmanager
-    def transaction(self, checkpoint: bool = True):
+    def transaction(self, checkpoint: bool = True) -> Iterator["Database"]:
         """One transaction; the caller holds the store's write lock.
 
         A kill -9 can leave a WAL with a torn tail, and some torn tails crash the engine
@@ -224,7 +229,7 @@ class Database:
                 # caller's indexes behind the database. The next checkpoint covers it.
                 log.exception("checkpoint after commit failed on %s", self.path)
 
-    def _checkpoint(self, conn) -> None:
+    def _checkpoint(self, conn: lb.Connection) -> None:
         conn.execute("CHECKPOINT")
         if self._journal is not None:
             self._journal.clear()  # every row is in the database file now
@@ -362,7 +367,7 @@ class Database:
         missing: dict[int, int] = {}  # memory id -> its row in the matrix
         deferred: dict[int, int] = {}
         while chunk := result.get_n(LOAD_CHUNK):  # fewer driver calls than one by one
-            for row in cast(list[list], chunk):
+            for row in cast(list[Row], chunk):
                 m = _memory(row[:-1])
                 memories.append(m)
                 if not row[-1] and m.id in self._pending:
@@ -400,7 +405,7 @@ class Database:
             result = _single(self._conn().execute(
                 "MATCH (m:Memory) WHERE m.embedding IS NOT NULL RETURN m.id, m.embedding"))
         while result.has_next():
-            memory_id, embedding = cast(list, result.get_next())
+            memory_id, embedding = cast(Row, result.get_next())
             row = rows.get(memory_id)
             if row is not None and embedding is not None:
                 matrix[row] = embedding
@@ -422,8 +427,8 @@ class Database:
             "MATCH (m:Memory) RETURN m.id, m.embedding IS NOT NULL, m.embedding_model")]
 
     def orphan_topics(self) -> int:
-        return self.rows("MATCH (t:Topic) WHERE NOT EXISTS { MATCH (:Memory)-[:ABOUT]->(t) } "
-                         "RETURN count(t)")[0][0]
+        return int(self.rows("MATCH (t:Topic) WHERE NOT EXISTS { MATCH (:Memory)-[:ABOUT]->(t) } "
+                             "RETURN count(t)")[0][0])
 
     def load_verdicts(self) -> list[tuple[int, int]]:
         return [(low, high) for low, high in self.rows(
@@ -476,13 +481,13 @@ class Database:
                       {"rows": [{"id": m.id, "count": m.access_count, "at": m.accessed_at}
                                 for m in memories[first:first + ACCESS_ROWS_PER_STATEMENT]]})
 
-    def add_edge(self, rel: str, from_id: int, to_id: int, when) -> None:
+    def add_edge(self, rel: str, from_id: int, to_id: int, when: datetime) -> None:
         assert rel in RELATION_TYPES
         self.rows(f"MATCH (a:Memory), (b:Memory) WHERE a.id = $a AND b.id = $b "
                   f"CREATE (a)-[:{rel} {{created_at: $at}}]->(b)",
                   {"a": from_id, "b": to_id, "at": when})
 
-    def add_edges(self, edges: list[tuple[str, int, int]], when) -> None:
+    def add_edges(self, edges: list[tuple[str, int, int]], when: datetime) -> None:
         """Many edges in one statement per relation type (an import's links)."""
         for rel in RELATION_TYPES:
             rows = [{"a": a, "b": b} for kind, a, b in edges if kind == rel]
@@ -510,7 +515,7 @@ class Database:
         self.rows("MATCH (v:SeparateVerdict) WHERE v.pair = $pair DELETE v",
                   {"pair": f"{low}:{high}"})
 
-    def add_verdict(self, low: int, high: int, when) -> None:
+    def add_verdict(self, low: int, high: int, when: datetime) -> None:
         self.rows("CREATE (:SeparateVerdict {pair: $pair, low: $low, high: $high, "
                   "created_at: $at})",
                   {"pair": f"{low}:{high}", "low": low, "high": high, "at": when})
@@ -534,14 +539,14 @@ def _single(result: lb.QueryResult | list[lb.QueryResult]) -> lb.QueryResult:
     return result
 
 
-def _params(m: Memory) -> dict:
+def _params(m: Memory) -> Params:
     return {c: getattr(m, c) for c in MEMORY_COLUMNS}
 
 
 UNKNOWN_TIME = datetime(1970, 1, 1)
 
 
-def _memory(row) -> Memory:
+def _memory(row: Sequence[Any]) -> Memory:
     """A Memory from a database row (MEMORY_COLUMNS, in that order). Rows written behind the
     daemon's back (raw Cypher) may lack any property: they get neutral defaults rather than
     break the catalog. Positional and without a dict: this runs once per memory on open."""

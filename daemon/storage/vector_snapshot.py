@@ -56,7 +56,7 @@ class Snapshot:
     term_ids: list[int] | None = None
     # conflict flags' nearest memories (neighbour_table.py's state()), valid only when the
     # database's embeddings are exactly the snapshot's
-    neighbours: dict | None = None
+    neighbours: dict[str, np.ndarray] | None = None
     # what was worked out from each text (injection markers), by text digest
     screened: ContentMemo | None = None
 
