@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from ..storage.beneath import Refused, Why, lstat_at, open_dir, open_file
 
-MAX_FILE_BYTES = 2 << 20   # bigger files are not anchored: hashing them on a search costs
+MAX_FILE_BYTES = 2 << 20   # bigger files are not anchored: a search would hash them
 MAX_PATH_CHARS = 1024
 _BINARY_PROBE = 8192       # a NUL in the first 8 KB means binary (as git decides)
 RACY_NS = 2_000_000_000    # a file modified this recently may change again within the same

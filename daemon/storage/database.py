@@ -141,11 +141,11 @@ class Database:
         return out
 
     def _prepared(self, conn: lb.Connection, query: str) -> PreparedStatement:
-        """This thread's prepared statement for `query`. The engine kept ~50 KB of every
-        statement it prepared for a call with parameters until the connection closed (a
-        10k-memory ingest grew the daemon by 400 MB, bench/RESULTS.md item 5). Preparing
-        each of the daemon's own statements once per connection keeps it flat, and is
-        faster too."""
+        """This thread's prepared statement for `query`. The engine keeps the memory of every
+        statement it prepared for a call with parameters until the connection closes, so a
+        long ingest grew the daemon without bound (bench/RESULTS.md, Cold open and memory).
+        Preparing each of the daemon's own statements once per connection keeps it flat,
+        and is faster too."""
         cache = getattr(self._local, "prepared", None)
         if cache is None or self._local.prepared_generation != self._prepared_generation:
             with self._connections_lock:
@@ -177,8 +177,8 @@ class Database:
         when it replays them; then the whole WAL is set aside (wal_recovery.py). So a
         transaction is checkpointed before it is acknowledged, and a crash can only lose a
         write that was never acknowledged. A checkpoint costs more as the table grows
-        (bench/RESULTS.md, performance 20), so small new rows may defer it instead
-        (`checkpoint=False` after can_defer()): they are written without their embeddings
+        (bench/RESULTS.md, Store and import throughput), so small new rows may defer it
+        instead (`checkpoint=False` after can_defer()): they are written without their embeddings
         and journaled (row_journal.py), which brings them back if the WAL is set aside; the
         embeddings follow in the next checkpointed transaction, which first checkpoints the
         deferred rows alone. A crash in between leaves those rows without an embedding, and
@@ -473,8 +473,7 @@ class Database:
         self.reap_topics(tags)
 
     def save_access(self, memories: list[Memory]) -> None:
-        # Many rows per statement: searches wait for the write lock meanwhile
-        # (bench/RESULTS.md, performance 16).
+        # Many rows per statement: searches wait for the write lock meanwhile.
         for first in range(0, len(memories), ACCESS_ROWS_PER_STATEMENT):
             self.rows("UNWIND $rows AS r MATCH (m:Memory) WHERE m.id = r.id "
                       "SET m.access_count = r.count, m.accessed_at = r.at",

@@ -49,7 +49,7 @@ class Snapshot:
     digests: np.ndarray      # uint64 per row
     matrix: np.ndarray       # float32, one unit vector per row
     # Each row's keyword-index terms, and a digest of the text they were analysed from
-    # (content and tags), so an open need not analyse them again (RESULTS.md, perf. 14).
+    # (content and tags), so an open need not analyse them again.
     text_digests: list[int] | None = None
     vocabulary: list[str] | None = None
     term_offsets: list[int] | None = None
