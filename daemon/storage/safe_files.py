@@ -3,8 +3,9 @@
 The rules:
 - A relative path is taken from the workspace and must stay inside it: no `..` component,
   and no symbolic link anywhere on the way. Each directory is opened relative to the one
-  before with O_NOFOLLOW, so a link planted in `.memnest/` (or anywhere else in the tree) is
-  refused rather than followed, and nothing can swap a component between check and use.
+  before with O_NOFOLLOW (storage/beneath.py), so a link planted in `.memnest/` (or anywhere
+  else in the tree) is refused rather than followed, and nothing can swap a component
+  between check and use.
 - Files are written only under the workspace's `.memnest/`, or under MEMNEST_OUTPUT_DIR
   when the daemon's user set one (an absolute path there). A path read (an import) may be
   absolute and point anywhere the daemon's user may read. A path inside the workspace
