@@ -29,8 +29,8 @@ from typing import TypeVar
 
 import grpc
 from memnest_proto import memnest_pb2 as pb
-from memnest_proto import memnest_pb2_grpc as pb_grpc
 from memnest_proto import paths
+from memnest_proto import stub as pb_stub
 from memnest_proto.contract import MAX_MESSAGE_BYTES, SOCKET_ACTIVATION_VARS
 from memnest_proto.version import PROTOCOL_VERSION, VERSION, version_key
 
@@ -80,7 +80,7 @@ class DaemonClient:
         self._channel: grpc.Channel | None = None
         # our connectivity callback on _channel
         self._watcher: Callable[[grpc.ChannelConnectivity], None] | None = None
-        self._stub: pb_grpc.MemnestStub | None = None
+        self._stub: pb_stub.Stub | None = None
         self._checked_pid: int | None = None  # the daemon whose version we have accepted
         self._upgrade_tried = False
         self.upgraded_from: str | None = None  # the version this client replaced, if any
@@ -94,7 +94,7 @@ class DaemonClient:
         """Where this client reaches its daemon, for messages."""
         return f"{self.remote} (TLS)" if self.remote else str(self.socket_path)
 
-    def _connect(self) -> pb_grpc.MemnestStub:
+    def _connect(self) -> pb_stub.Stub:
         if self._stub is None:
             options = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -106,7 +106,7 @@ class DaemonClient:
             else:
                 self._channel = grpc.insecure_channel(paths.grpc_target(self.socket_path),
                                                       options=options)
-            self._stub = pb_grpc.MemnestStub(self._channel)
+            self._stub = pb_stub.connect(self._channel)
             self._watcher = self._watch(self._channel)
             self._channel.subscribe(self._watcher)
         return self._stub
@@ -366,7 +366,7 @@ class DaemonClient:
             response = self._with_restart(
                 lambda stub: stub.CallTool(request, timeout=CALL_DEADLINE_S))
         else:
-            def streamed(stub: pb_grpc.MemnestStub) -> pb.CallToolResponse:
+            def streamed(stub: pb_stub.Stub) -> pb.CallToolResponse:
                 for event in stub.CallToolStream(request, timeout=CALL_DEADLINE_S):
                     if event.HasField("progress"):
                         on_progress(event.progress.progress, event.progress.total,
@@ -407,7 +407,7 @@ class DaemonClient:
             time.sleep(0.1)
         return False
 
-    def _with_restart(self, call: Callable[[pb_grpc.MemnestStub], Answer]) -> Answer:
+    def _with_restart(self, call: Callable[[pb_stub.Stub], Answer]) -> Answer:
         """Run `call`; if the daemon is gone (crashed, killed, never started) before the
         call reached it, start it and try once more. A call that reached a daemon is never
         repeated: a daemon that died running it may have died of it, and a write may

@@ -1,29 +1,26 @@
 """Reading the workspace's source files safely, and caching what one search page read.
 
 A cited path is relative to the workspace and stays inside it: no absolute path, no `..`,
-no symbolic link on any component. Each directory is opened relative to the one before with
-O_NOFOLLOW (as storage/safe_files.py does for the tools' files), so a link planted anywhere
-on the way is refused rather than followed. The file itself is opened with O_NOFOLLOW and
-O_NONBLOCK (a FIFO planted under the cited name must not block) and read only when fstat says
-it is a regular file. Files over MAX_FILE_BYTES and binary files are not anchored.
+no symbolic link on any component: the path is walked with storage/beneath.py (each directory
+opened relative to the one before with O_NOFOLLOW, the file with O_NONBLOCK, so a FIFO planted
+under the cited name does not block, and read only when fstat says it is a regular file).
+Files over MAX_FILE_BYTES and binary files are not anchored.
 """
 import hashlib
 import os
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
-MAX_FILE_BYTES = 2 << 20   # bigger files are not anchored: hashing them on a search costs
+from ..storage.beneath import Refused, Why, lstat_at, open_dir, open_file
+
+MAX_FILE_BYTES = 2 << 20   # bigger files are not anchored: a search would hash them
 MAX_PATH_CHARS = 1024
 _BINARY_PROBE = 8192       # a NUL in the first 8 KB means binary (as git decides)
 RACY_NS = 2_000_000_000    # a file modified this recently may change again within the same
 #                            mtime tick: its mtime is not trusted to mean "unchanged"
-
-_DIR_FLAGS = (os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NONBLOCK", 0)
-              | getattr(os, "O_CLOEXEC", 0))
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_FILE_FLAGS = (os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0)
-               | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
 
 
 class AnchorError(ValueError):
@@ -63,42 +60,30 @@ def _open_folder(workspace: str, rel: str) -> tuple[int, str]:
     """A descriptor of the folder holding `rel` (caller closes it) and the file's name."""
     *folders, name = rel.split("/")
     try:
-        fd = os.open(workspace, _DIR_FLAGS)
-    except OSError as exc:
-        raise AnchorError(f"the workspace {workspace} cannot be opened: "
-                          f"{exc.strerror or exc}") from None
-    here: list[str] = []
-    try:
-        for part in folders:
-            here.append(part)
-            try:
-                next_fd = os.open(part, _DIR_FLAGS | _NOFOLLOW, dir_fd=fd)
-            except OSError as exc:
-                raise _refusal("/".join(here), fd, part, exc, rel) from None
-            os.close(fd)
-            fd = next_fd
-        return fd, name
-    except BaseException:
-        os.close(fd)
-        raise
+        return open_dir(workspace, folders), name
+    except Refused as refused:
+        raise _refusal(refused, workspace, rel) from None
 
 
-def _refusal(shown: str, dir_fd: int, name: str, exc: OSError, rel: str) -> AnchorError:
-    """Why `name` (a folder on the way, or the file) could not be opened."""
-    if isinstance(exc, FileNotFoundError):
+def _refusal(refused: Refused, workspace: str, rel: str) -> AnchorError:
+    """Why a folder on the way to `rel`, or the file itself, could not be opened."""
+    if refused.depth < 0:
+        return AnchorError(f"the workspace {workspace} cannot be opened: {refused.strerror}")
+    shown = "/".join(rel.split("/")[:refused.depth + 1])
+    if refused.why in (Why.MISSING, Why.VANISHED, Why.TOO_LONG, Why.UNKNOWN):
         return FileMissing(f"{rel} does not exist in the workspace")
-    try:
-        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except OSError:
-        return FileMissing(f"{rel} does not exist in the workspace")
-    if stat.S_ISLNK(st.st_mode):
+    if refused.why is Why.LINK:
         return NotRegular(f"{shown} is a symbolic link; memnest does not follow links in the "
                           "workspace")
-    if shown != rel and not stat.S_ISDIR(st.st_mode):
+    if refused.why is Why.NOT_DIR:
         return FileMissing(f"{rel} does not exist in the workspace ({shown} is not a folder)")
-    if isinstance(exc, PermissionError):
+    if refused.why is Why.NOT_FILE:
+        folder = refused.is_dir
+        return NotRegular(f"{rel} is a folder, not a file; cite a file" if folder
+                          else f"{rel} is not a regular file")
+    if refused.why is Why.PERMISSION:
         return AnchorError(f"no permission to read {shown}")
-    return AnchorError(f"{shown} cannot be opened: {exc.strerror or exc}")
+    return AnchorError(f"{shown} cannot be opened: {refused.strerror}")
 
 
 def _check_regular(st: os.stat_result, rel: str) -> None:
@@ -116,12 +101,11 @@ def stat_file(workspace: str, rel: str) -> os.stat_result:
     regular file reached without links."""
     fd, name = _open_folder(workspace, rel)
     try:
-        try:
-            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-        except OSError as exc:
-            raise _refusal(rel, fd, name, exc, rel) from None
+        st = lstat_at(fd, name)
     finally:
         os.close(fd)
+    if st is None:
+        raise FileMissing(f"{rel} does not exist in the workspace")
     _check_regular(st, rel)
     return st
 
@@ -139,21 +123,13 @@ class Source:
 def read_source(workspace: str, rel: str) -> Source:
     fd, name = _open_folder(workspace, rel)
     try:
-        try:
-            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-        except OSError as exc:
-            raise _refusal(rel, fd, name, exc, rel) from None
-        _check_regular(st, rel)  # before open: a device is never even opened
-        _check_size(st.st_size, rel)
-        try:
-            file_fd = os.open(name, _FILE_FLAGS, dir_fd=fd)
-        except OSError as exc:
-            raise _refusal(rel, fd, name, exc, rel) from None
+        file_fd = open_file(fd, name, depth=rel.count("/"))  # a device is never even opened
+    except Refused as refused:
+        raise _refusal(refused, workspace, rel) from None
     finally:
         os.close(fd)
     try:
         opened = os.fstat(file_fd)
-        _check_regular(opened, rel)  # swapped after the stat above: refused all the same
         _check_size(opened.st_size, rel)
         data = _read_all(file_fd, rel)
     finally:
@@ -223,7 +199,11 @@ class FileCache:
         return _cached(self._sources, workspace, rel, read_source)
 
 
-def _cached(memo: dict, workspace: str, rel: str, load):
+_Loaded = TypeVar("_Loaded")
+
+
+def _cached(memo: "dict[tuple[str, str], _Loaded | AnchorError]", workspace: str, rel: str,
+            load: Callable[[str, str], _Loaded]) -> _Loaded:
     """`load(workspace, rel)`, once per key: its result or the AnchorError it raised."""
     key = (workspace, rel)
     if key not in memo:

@@ -144,88 +144,101 @@ def tokenize(text: str) -> list[Token]:
     while i < n:
         ch = text[i]
         if ch == "/" and text.startswith("//", i):
-            j = i + 2
-            while j < n and text[j] not in "\r\n":
-                j += 1
-            if j < n and text[j] == "\r":
-                j += 1
-            if j >= n:
-                i = n
-                continue
-            if text[j] == "\n":
-                i = j + 1
-                continue
-            tokens.append(Token("symbol", "/", "/", i))  # `//` + lone CR: not a comment
-            i += 1
-            continue
-        if ch == "/" and text.startswith("/*", i):
-            j, closed = i + 2, False
-            while j < n:
-                if text[j] == "*":
-                    if j + 1 < n and text[j + 1] == "/":
-                        closed = True
-                        j += 2
-                        break
-                    j += 2
-                else:
-                    j += 1
-            if closed:
-                i = j
-            else:  # the engine lexes an unclosed `/*` as a slash and goes on
-                tokens.append(Token("symbol", "/", "/", i))
-                i += 1
-            continue
-        if ch in "'\"":
-            j = i + 1
-            while True:
-                if j >= n:
-                    raise GuardError(f"unterminated string literal starting at offset {i}")
-                if text[j] == "\\":
-                    length = _escape_length(text, j)
-                    if not length:
-                        raise GuardError(f"unknown escape sequence {text[j:j + 2]!r} in the "
-                                         f"string literal starting at offset {i}")
-                    j += length
-                elif text[j] == ch:
-                    break
-                else:
-                    j += 1
-            tokens.append(Token("string", text[i + 1:j], text[i:j + 1], i))
-            i = j + 1
-            continue
-        if ch == "`":
-            j, parts = i, []
-            while j < n and text[j] == "`":
-                end = text.find("`", j + 1)
-                if end < 0:
-                    raise GuardError(f"unterminated backtick-quoted name starting at offset {i}")
-                parts.append(text[j + 1:end])
-                j = end + 1
-            tokens.append(Token("name", "`".join(parts), text[i:j], i))
-            i = j
-            continue
-        if _is_word_char(ch):
-            j = i
-            while j < n and _is_word_char(text[j]):
-                j += 1
-            run = text[i:j]
-            glued = (i > 0 and not text[i - 1].isascii() and not text[i - 1].isspace()) or \
-                    (j < n and not text[j].isascii() and not text[j].isspace())
-            if ch.isdigit():
-                tokens.append(Token("number", run, run, i))
-                # The engine ends the number where its grammar ends it and reads the rest
-                # as a name; every place that could be is checked.
-                for k in range(1, len(run)):
-                    if run[k].isalpha() or run[k] == "_":
-                        tokens.append(Token("word", run[k:].upper(), run[k:], i + k, True))
-            else:
-                tokens.append(Token("word", run.upper(), run, i, glued))
-            i = j
-            continue
-        if ch.isascii() and not ch.isspace() and ch.isprintable():
-            tokens.append(Token("symbol", ch, ch, i))
-        i += 1  # whitespace, control and non-ASCII characters separate tokens
+            i = _line_comment(text, i, tokens)
+        elif ch == "/" and text.startswith("/*", i):
+            i = _block_comment(text, i, tokens)
+        elif ch in "'\"":
+            i = _string(text, i, tokens)
+        elif ch == "`":
+            i = _quoted_name(text, i, tokens)
+        elif _is_word_char(ch):
+            i = _word(text, i, tokens)
+        else:
+            if ch.isascii() and not ch.isspace() and ch.isprintable():
+                tokens.append(Token("symbol", ch, ch, i))
+            i += 1  # whitespace, control and non-ASCII characters separate tokens
     return tokens
+
+
+# Each lexer below reads the token starting at `i`, appends what it found to `tokens` and
+# returns where the next token may start.
+
+def _line_comment(text: str, i: int, tokens: list[Token]) -> int:
+    n, j = len(text), i + 2
+    while j < n and text[j] not in "\r\n":
+        j += 1
+    if j < n and text[j] == "\r":
+        j += 1
+    if j >= n:
+        return n
+    if text[j] == "\n":
+        return j + 1
+    tokens.append(Token("symbol", "/", "/", i))  # `//` + lone CR: not a comment
+    return i + 1
+
+
+def _block_comment(text: str, i: int, tokens: list[Token]) -> int:
+    n, j = len(text), i + 2
+    while j < n:
+        if text[j] == "*":
+            if j + 1 < n and text[j + 1] == "/":
+                return j + 2
+            j += 2
+        else:
+            j += 1
+    # the engine lexes an unclosed `/*` as a slash and goes on
+    tokens.append(Token("symbol", "/", "/", i))
+    return i + 1
+
+
+def _string(text: str, i: int, tokens: list[Token]) -> int:
+    quote, n, j = text[i], len(text), i + 1
+    while True:
+        if j >= n:
+            raise GuardError(f"unterminated string literal starting at offset {i}")
+        if text[j] == "\\":
+            length = _escape_length(text, j)
+            if not length:
+                raise GuardError(f"unknown escape sequence {text[j:j + 2]!r} in the "
+                                 f"string literal starting at offset {i}")
+            j += length
+        elif text[j] == quote:
+            break
+        else:
+            j += 1
+    tokens.append(Token("string", text[i + 1:j], text[i:j + 1], i))
+    return j + 1
+
+
+def _quoted_name(text: str, i: int, tokens: list[Token]) -> int:
+    j, parts = i, []
+    while j < len(text) and text[j] == "`":
+        end = text.find("`", j + 1)
+        if end < 0:
+            raise GuardError(f"unterminated backtick-quoted name starting at offset {i}")
+        parts.append(text[j + 1:end])
+        j = end + 1
+    tokens.append(Token("name", "`".join(parts), text[i:j], i))
+    return j
+
+
+def _word(text: str, i: int, tokens: list[Token]) -> int:
+    n, j = len(text), i
+    while j < n and _is_word_char(text[j]):
+        j += 1
+    run = text[i:j]
+    if run[0].isdigit():
+        tokens.append(Token("number", run, run, i))
+        # The engine ends the number where its grammar ends it and reads the rest as a
+        # name; every place that could be is checked.
+        for k in range(1, len(run)):
+            if run[k].isalpha() or run[k] == "_":
+                tokens.append(Token("word", run[k:].upper(), run[k:], i + k, True))
+    else:
+        glued = (i > 0 and not text[i - 1].isascii() and not text[i - 1].isspace()) or \
+                (j < n and not text[j].isascii() and not text[j].isspace())
+        tokens.append(Token("word", run.upper(), run, i, glued))
+    return j
 
 
 def _split(tokens: list[Token]) -> list[list[Token]]:

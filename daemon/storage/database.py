@@ -7,9 +7,10 @@ either commits whole or leaves nothing behind.
 import logging
 import sys
 import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
 import ladybug as lb
 import numpy as np
@@ -24,6 +25,10 @@ from .vector_snapshot import Snapshot
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = "1"
+# A result row holds the engine's values, as the query orders them; parameters likewise.
+Row = list[Any]
+Params = dict[str, Any]
+
 ENGINE = f"ladybug {lb.__version__}"  # recorded in Meta; see integrity.py
 MEMORY_COLUMNS = ("id", "content", "content_hash", "category", "tags", "importance",
                   "access_count", "workspace", "created_at", "updated_at", "accessed_at",
@@ -120,7 +125,7 @@ class Database:
                 self._connections.append(conn)
         return conn
 
-    def rows(self, query: str, params: dict | None = None) -> list[list]:
+    def rows(self, query: str, params: Params | None = None) -> list[Row]:
         conn = self._conn()
         if params:
             statement = self._prepared(conn, query)
@@ -131,17 +136,17 @@ class Database:
                 raise
         else:
             result = _single(conn.execute(query))
-        out: list[list] = []
+        out: list[Row] = []
         while result.has_next():
             out.append(list(result.get_next()))
         return out
 
     def _prepared(self, conn: lb.Connection, query: str) -> PreparedStatement:
-        """This thread's prepared statement for `query`. The engine kept ~50 KB of every
-        statement it prepared for a call with parameters until the connection closed (a
-        10k-memory ingest grew the daemon by 400 MB, bench/RESULTS.md item 5). Preparing
-        each of the daemon's own statements once per connection keeps it flat, and is
-        faster too."""
+        """This thread's prepared statement for `query`. The engine keeps the memory of every
+        statement it prepared for a call with parameters until the connection closes, so a
+        long ingest grew the daemon without bound (bench/RESULTS.md, Cold open and memory).
+        Preparing each of the daemon's own statements once per connection keeps it flat,
+        and is faster too."""
         cache = getattr(self._local, "prepared", None)
         if cache is None or self._local.prepared_generation != self._prepared_generation:
             with self._connections_lock:
@@ -166,15 +171,15 @@ class Database:
         self._prepared_generation += 1
 
     @contextmanager
-    def transaction(self, checkpoint: bool = True):
+    def transaction(self, checkpoint: bool = True) -> Iterator["Database"]:
         """One transaction; the caller holds the store's write lock.
 
         A kill -9 can leave a WAL with a torn tail, and some torn tails crash the engine
         when it replays them; then the whole WAL is set aside (wal_recovery.py). So a
         transaction is checkpointed before it is acknowledged, and a crash can only lose a
         write that was never acknowledged. A checkpoint costs more as the table grows
-        (bench/RESULTS.md, performance 20), so small new rows may defer it instead
-        (`checkpoint=False` after can_defer()): they are written without their embeddings
+        (bench/RESULTS.md, Store and import throughput), so small new rows may defer it
+        instead (`checkpoint=False` after can_defer()): they are written without their embeddings
         and journaled (row_journal.py), which brings them back if the WAL is set aside; the
         embeddings follow in the next checkpointed transaction, which first checkpoints the
         deferred rows alone. A crash in between leaves those rows without an embedding, and
@@ -225,7 +230,7 @@ class Database:
                 # caller's indexes behind the database. The next checkpoint covers it.
                 log.exception("checkpoint after commit failed on %s", self.path)
 
-    def _checkpoint(self, conn) -> None:
+    def _checkpoint(self, conn: lb.Connection) -> None:
         conn.execute("CHECKPOINT")
         if self._journal is not None:
             self._journal.clear()  # every row is in the database file now
@@ -363,7 +368,7 @@ class Database:
         missing: dict[int, int] = {}  # memory id -> its row in the matrix
         deferred: dict[int, int] = {}
         while chunk := result.get_n(LOAD_CHUNK):  # fewer driver calls than one by one
-            for row in cast(list[list], chunk):
+            for row in cast(list[Row], chunk):
                 m = _memory(row[:-1])
                 memories.append(m)
                 if not row[-1] and m.id in self._pending:
@@ -401,7 +406,7 @@ class Database:
             result = _single(self._conn().execute(
                 "MATCH (m:Memory) WHERE m.embedding IS NOT NULL RETURN m.id, m.embedding"))
         while result.has_next():
-            memory_id, embedding = cast(list, result.get_next())
+            memory_id, embedding = cast(Row, result.get_next())
             row = rows.get(memory_id)
             if row is not None and embedding is not None:
                 matrix[row] = embedding
@@ -423,8 +428,8 @@ class Database:
             "MATCH (m:Memory) RETURN m.id, m.embedding IS NOT NULL, m.embedding_model")]
 
     def orphan_topics(self) -> int:
-        return self.rows("MATCH (t:Topic) WHERE NOT EXISTS { MATCH (:Memory)-[:ABOUT]->(t) } "
-                         "RETURN count(t)")[0][0]
+        return int(self.rows("MATCH (t:Topic) WHERE NOT EXISTS { MATCH (:Memory)-[:ABOUT]->(t) } "
+                             "RETURN count(t)")[0][0])
 
     def load_verdicts(self) -> list[tuple[int, int]]:
         return [(low, high) for low, high in self.rows(
@@ -469,21 +474,20 @@ class Database:
         self.reap_topics(tags)
 
     def save_access(self, memories: list[Memory]) -> None:
-        # Many rows per statement: searches wait for the write lock meanwhile
-        # (bench/RESULTS.md, performance 16).
+        # Many rows per statement: searches wait for the write lock meanwhile.
         for first in range(0, len(memories), ACCESS_ROWS_PER_STATEMENT):
             self.rows("UNWIND $rows AS r MATCH (m:Memory) WHERE m.id = r.id "
                       "SET m.access_count = r.count, m.accessed_at = r.at",
                       {"rows": [{"id": m.id, "count": m.access_count, "at": m.accessed_at}
                                 for m in memories[first:first + ACCESS_ROWS_PER_STATEMENT]]})
 
-    def add_edge(self, rel: str, from_id: int, to_id: int, when) -> None:
+    def add_edge(self, rel: str, from_id: int, to_id: int, when: datetime) -> None:
         assert rel in RELATION_TYPES
         self.rows(f"MATCH (a:Memory), (b:Memory) WHERE a.id = $a AND b.id = $b "
                   f"CREATE (a)-[:{rel} {{created_at: $at}}]->(b)",
                   {"a": from_id, "b": to_id, "at": when})
 
-    def add_edges(self, edges: list[tuple[str, int, int]], when) -> None:
+    def add_edges(self, edges: list[tuple[str, int, int]], when: datetime) -> None:
         """Many edges in one statement per relation type (an import's links)."""
         for rel in RELATION_TYPES:
             rows = [{"a": a, "b": b} for kind, a, b in edges if kind == rel]
@@ -511,7 +515,7 @@ class Database:
         self.rows("MATCH (v:SeparateVerdict) WHERE v.pair = $pair DELETE v",
                   {"pair": f"{low}:{high}"})
 
-    def add_verdict(self, low: int, high: int, when) -> None:
+    def add_verdict(self, low: int, high: int, when: datetime) -> None:
         self.rows("CREATE (:SeparateVerdict {pair: $pair, low: $low, high: $high, "
                   "created_at: $at})",
                   {"pair": f"{low}:{high}", "low": low, "high": high, "at": when})
@@ -535,14 +539,14 @@ def _single(result: lb.QueryResult | list[lb.QueryResult]) -> lb.QueryResult:
     return result
 
 
-def _params(m: Memory) -> dict:
+def _params(m: Memory) -> Params:
     return {c: getattr(m, c) for c in MEMORY_COLUMNS}
 
 
 UNKNOWN_TIME = datetime(1970, 1, 1)
 
 
-def _memory(row) -> Memory:
+def _memory(row: Sequence[Any]) -> Memory:
     """A Memory from a database row (MEMORY_COLUMNS, in that order). Rows written behind the
     daemon's back (raw Cypher) may lack any property: they get neutral defaults rather than
     break the catalog. Positional and without a dict: this runs once per memory on open."""

@@ -8,8 +8,12 @@ repaired from.
 """
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..core.records import content_hash
+
+if TYPE_CHECKING:  # database.py imports this module
+    from .database import Database
 
 log = logging.getLogger(__name__)
 
@@ -21,14 +25,15 @@ class Finding:
     memory_id: int | None = None
     repairable: bool = True
 
-    def view(self) -> dict:
-        out = {"kind": self.kind, "detail": self.detail, "repairable": self.repairable}
+    def view(self) -> dict[str, str | int | bool]:
+        out: dict[str, str | int | bool] = {"kind": self.kind, "detail": self.detail,
+                                            "repairable": self.repairable}
         if self.memory_id is not None:
             out["memory_id"] = self.memory_id
         return out
 
 
-def topics_of(db) -> dict[int, set[str]]:
+def topics_of(db: "Database") -> dict[int, set[str]]:
     out: dict[int, set[str]] = {}
     for memory_id, name in db.rows("MATCH (m:Memory)-[:ABOUT]->(t:Topic) RETURN m.id, t.name"):
         out.setdefault(memory_id, set()).add(name)
@@ -41,7 +46,7 @@ def tags_from_topics(topics: set[str]) -> list[str]:
     return sorted(topics)
 
 
-def tag_findings(db) -> list[tuple[Finding, list[str]]]:
+def tag_findings(db: "Database") -> list[tuple[Finding, list[str]]]:
     """Memories whose `tags` list names other topics than their ABOUT edges, with the list
     the edges give."""
     topics = topics_of(db)
@@ -57,14 +62,14 @@ def tag_findings(db) -> list[tuple[Finding, list[str]]]:
     return out
 
 
-def repair_tags(db, found: list[tuple[Finding, list[str]]]) -> None:
+def repair_tags(db: "Database", found: list[tuple[Finding, list[str]]]) -> None:
     """Set each memory's tags from its ABOUT edges (inside a transaction)."""
     for finding, tags in found:
         db.rows("MATCH (m:Memory) WHERE m.id = $id SET m.tags = $tags",
                 {"id": finding.memory_id, "tags": tags})
 
 
-def database_findings(db, id_limit: int | None = None) -> list[Finding]:
+def database_findings(db: "Database", id_limit: int | None = None) -> list[Finding]:
     """Every problem the database shows on its own, besides tags (tag_findings()). Ids past
     `id_limit` (rows no tool made) do not count for the next id."""
     found = []
@@ -99,7 +104,7 @@ def database_findings(db, id_limit: int | None = None) -> list[Finding]:
     return found
 
 
-def repair_database(db, found: list[Finding], id_limit: int | None = None) -> None:
+def repair_database(db: "Database", found: list[Finding], id_limit: int | None = None) -> None:
     """Fix what database_findings() reported and can be fixed (inside a transaction)."""
     kinds = {f.kind for f in found if f.repairable}
     if "orphan_topics" in kinds:
@@ -117,7 +122,7 @@ def repair_database(db, found: list[Finding], id_limit: int | None = None) -> No
         db.set_meta("next_id", str(largest + 1))
 
 
-def repair_tags_after_engine_change(db, engine: str) -> int:
+def repair_tags_after_engine_change(db: "Database", engine: str) -> int:
     """On the first open by another engine than the one that last wrote the database: set
     every memory's tags that disagree with its ABOUT edges from the edges (the old engine's
     damage, see the module docstring). Returns how many were repaired."""

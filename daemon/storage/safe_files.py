@@ -3,8 +3,9 @@
 The rules:
 - A relative path is taken from the workspace and must stay inside it: no `..` component,
   and no symbolic link anywhere on the way. Each directory is opened relative to the one
-  before with O_NOFOLLOW, so a link planted in `.memnest/` (or anywhere else in the tree) is
-  refused rather than followed, and nothing can swap a component between check and use.
+  before with O_NOFOLLOW (storage/beneath.py), so a link planted in `.memnest/` (or anywhere
+  else in the tree) is refused rather than followed, and nothing can swap a component
+  between check and use.
 - Files are written only under the workspace's `.memnest/`, or under MEMNEST_OUTPUT_DIR
   when the daemon's user set one (an absolute path there). A path read (an import) may be
   absolute and point anywhere the daemon's user may read. A path inside the workspace
@@ -32,8 +33,9 @@ import re
 import secrets
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NoReturn, Protocol, TypedDict
 
 try:
     import fcntl
@@ -41,10 +43,9 @@ except ImportError:  # not on Windows, where no remote confinement is served
     fcntl = None  # type: ignore[assignment]
 
 from ..core.errors import ToolError, invalid
+from .beneath import NOFOLLOW, Refused, Why, lstat_at, open_dir, open_file
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
 class Confined(Protocol):
@@ -136,62 +137,53 @@ class MissingFolder(ToolError):
 
 
 def _open_parent(workspace: str, loc: Location, create: bool) -> int:
-    """A descriptor of the directory that holds the file (caller closes it)."""
-    if not loc.inside:
-        try:
-            return os.open(loc.parent, _DIR_FLAGS)
-        except FileNotFoundError:
-            raise MissingFolder(loc.parent) from None
-        except NotADirectoryError:
-            raise invalid(f"{loc.parent} is not a directory") from None
-        except PermissionError:
-            raise invalid(f"no permission to use directory {loc.parent}") from None
-    fd = os.open(workspace, _DIR_FLAGS)
-    here = workspace
+    """A descriptor of the directory that holds the file (caller closes it). Outside the
+    workspace the folder is opened as given; inside, each component without a link."""
+    root, parts = (workspace, loc.walk) if loc.inside else (loc.parent, [])
     try:
-        for part in loc.walk:
-            here = os.path.join(here, part)
-            try:
-                next_fd = os.open(part, _DIR_FLAGS | _NOFOLLOW, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise MissingFolder(here) from None
-                try:
-                    os.mkdir(part, 0o700, dir_fd=fd)
-                except FileExistsError:
-                    pass  # made in between; opened (and checked) below
-                next_fd = _open_existing_dir(part, fd, here)
-            except OSError:
-                next_fd = _open_existing_dir(part, fd, here)
-            os.close(fd)
-            fd = next_fd
-        return fd
-    except BaseException:
-        os.close(fd)
-        raise
+        return open_dir(root, parts, create=create)
+    except Refused as refused:
+        if refused.depth < 0 and loc.inside:
+            raise _storage_error("reach the directory of", loc, refused) from None
+        shown = os.path.join(root, *parts[:refused.depth + 1])
+        raise _dir_refusal(refused, shown, lambda r: _storage_error(
+            "reach the directory of", loc, r)) from None
 
 
-def _open_existing_dir(part: str, dir_fd: int, shown: str) -> int:
-    try:
-        st = os.stat(part, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        raise invalid(f"directory {shown} vanished while it was being opened") from None
-    if stat.S_ISLNK(st.st_mode):
-        raise invalid(f"{shown} is a symbolic link; memnest does not follow links inside the "
-                      "workspace. Remove it, or give an absolute path outside the workspace")
-    if not stat.S_ISDIR(st.st_mode):
-        raise invalid(f"{shown} is not a directory")
-    try:
-        return os.open(part, _DIR_FLAGS | _NOFOLLOW, dir_fd=dir_fd)
-    except PermissionError:
-        raise invalid(f"no permission to use directory {shown}") from None
+def _dir_refusal(refused: Refused, shown: str,
+                 otherwise: Callable[[Refused], ToolError]) -> ToolError:
+    """What the caller hears when the directory `shown` could not be opened."""
+    if refused.why is Why.MISSING:
+        return MissingFolder(shown)
+    if refused.why is Why.VANISHED:
+        return invalid(f"directory {shown} vanished while it was being opened")
+    if refused.why is Why.LINK:
+        return invalid(f"{shown} is a symbolic link; memnest does not follow links inside the "
+                       "workspace. Remove it, or give an absolute path outside the workspace")
+    if refused.why is Why.NOT_DIR:
+        return invalid(f"{shown} is not a directory")
+    if refused.why is Why.PERMISSION:
+        return invalid(f"no permission to use directory {shown}")
+    return otherwise(refused)
 
 
-def _storage_error(what: str, loc: Location, exc: OSError) -> ToolError:
+def _storage_error(what: str, loc: Location, exc: OSError | Refused) -> ToolError:
     return ToolError("storage_error", f"cannot {what} {loc.shown}: {exc.strerror or exc}")
 
 
 OWN_FOLDER = ".memnest"
+
+
+class _SnapshotsKept(TypedDict):
+    folder: str
+    keep: int
+    kept: str | None
+    pruned: list[str]
+
+
+class SnapshotReport(_SnapshotsKept, total=False):
+    """What write_file_keeping did with the snapshots (the graph tool returns it)."""
+    left_alone: list[str]
 
 
 def write_file(workspace: str, path: str | None, default: str, data: bytes,
@@ -209,7 +201,8 @@ def write_file(workspace: str, path: str | None, default: str, data: bytes,
 
 def write_file_keeping(workspace: str, path: str | None, default: str, data: bytes,
                        signature: bytes, kind: str, output_dir: str,
-                       keep: int, confined: Confined | None = None) -> tuple[str, dict | None]:
+                       keep: int, confined: Confined | None = None,
+                       ) -> tuple[str, SnapshotReport | None]:
     """write_file(), keeping the file it replaces as a snapshot beside it:
     `<stem>-snapshots/<stem>-<UTC time>[-n]<suffix>` (e.g. .memnest/graph-snapshots/
     graph-20260101T120000Z.html), and only the newest `keep` snapshots memnest wrote there.
@@ -220,25 +213,28 @@ def write_file_keeping(workspace: str, path: str | None, default: str, data: byt
 
 def _write(workspace: str, path: str | None, default: str, data: bytes, signature: bytes,
            kind: str, output_dir: str, keep: int,
-           confined: Confined | None) -> tuple[str, dict | None]:
+           confined: Confined | None) -> tuple[str, SnapshotReport | None]:
     loc = locate(workspace, path, default)
     if confined is not None and output_dir and not confined.allows(output_dir):
         output_dir = ""  # the daemon's user chose it for themselves, not for remote clients
     remote_path = None if confined is None else (default if path is None else path)
     _check_confined(loc, workspace, kind, output_dir, remote_path)
+    dir_fd = _open_parent(workspace, loc, create=loc.inside)
     try:
-        dir_fd = _open_parent(workspace, loc, create=loc.inside)
-    except ToolError:
-        raise
-    except OSError as exc:
-        raise _storage_error("reach the directory of", loc, exc) from None
-    if confined is not None and not loc.inside:
-        # the folder opened, links resolved: still under an output folder it may use
-        real = _real_path(dir_fd)
-        if real is None or not _under(real, os.path.realpath(output_dir)) or \
-                not confined.allows(loc.parent, real):
-            os.close(dir_fd)
-            raise _write_refusal(loc, workspace, kind, "", remote_path)
+        if confined is not None and not loc.inside:
+            # the folder opened, links resolved: still under an output folder it may use
+            real = _real_path(dir_fd)
+            if real is None or not _under(real, os.path.realpath(output_dir)) or \
+                    not confined.allows(loc.parent, real):
+                raise _write_refusal(loc, workspace, kind, "", remote_path)
+        return loc.shown, _replace(dir_fd, loc, data, signature, kind, keep)
+    finally:
+        os.close(dir_fd)
+
+
+def _replace(dir_fd: int, loc: Location, data: bytes, signature: bytes, kind: str,
+             keep: int) -> SnapshotReport | None:
+    """Put `data` in place of `loc.name` in `dir_fd` through a new temporary file."""
     tmp = None
     snapshots = None
     try:
@@ -246,14 +242,12 @@ def _write(workspace: str, path: str | None, default: str, data: bytes, signatur
         if keep > 0:  # before the file is replaced; a refusal here leaves it as it was
             snapshots = _snapshot(dir_fd, loc, signature, kind, keep).report()
         tmp = f".{loc.name[:200]}.{secrets.token_hex(6)}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
-                     | getattr(os, "O_CLOEXEC", 0), 0o600, dir_fd=dir_fd)
+        fd = os.open(tmp, _NEW_FILE, 0o600, dir_fd=dir_fd)
         try:
             os.fchmod(fd, 0o600)
             view = memoryview(data)
             while view:
-                written = os.write(fd, view)
-                view = view[written:]
+                view = view[os.write(fd, view):]
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -272,8 +266,7 @@ def _write(workspace: str, path: str | None, default: str, data: bytes, signatur
                 os.unlink(tmp, dir_fd=dir_fd)
             except OSError:
                 pass
-        os.close(dir_fd)
-    return loc.shown, snapshots
+    return snapshots
 
 
 def _under(path: str, folder: str) -> bool:
@@ -309,15 +302,17 @@ def _write_refusal(loc: Location, workspace: str, kind: str, output_dir: str,
 
 def _check_replaceable(dir_fd: int, loc: Location, signature: bytes, kind: str) -> None:
     try:
-        st = os.stat(loc.name, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return
-    if stat.S_ISLNK(st.st_mode):
-        raise invalid(f"{loc.shown} is a symbolic link; memnest writes only regular files and "
-                      "never through a link. Remove it or choose another path")
-    if not stat.S_ISREG(st.st_mode):
-        raise invalid(f"{loc.shown} exists and is not a regular file; choose another path")
-    fd = os.open(loc.name, os.O_RDONLY | _NOFOLLOW | _NONBLOCK, dir_fd=dir_fd)
+        fd = open_file(dir_fd, loc.name)
+    except Refused as refused:
+        if refused.why is Why.MISSING:
+            return
+        if refused.why is Why.LINK:
+            raise invalid(f"{loc.shown} is a symbolic link; memnest writes only regular files "
+                          "and never through a link. Remove it or choose another path") from None
+        if refused.why is Why.NOT_FILE:
+            raise invalid(f"{loc.shown} exists and is not a regular file; choose another "
+                          "path") from None
+        raise refused.error or OSError(refused.strerror) from None
     try:
         head = os.read(fd, len(signature))
     finally:
@@ -342,15 +337,15 @@ class _Snapshots:
     pruned: list[str] = field(default_factory=list)
     left_alone: list[str] = field(default_factory=list)  # named like one, not memnest's
 
-    def report(self) -> dict:
-        out: dict = {"folder": self.folder, "keep": self.keep, "kept": self.kept,
-                     "pruned": self.pruned}
+    def report(self) -> SnapshotReport:
+        out: SnapshotReport = {"folder": self.folder, "keep": self.keep, "kept": self.kept,
+                               "pruned": self.pruned}
         if self.left_alone:
             out["left_alone"] = self.left_alone
         return out
 
 
-def snapshot_names(name: str) -> tuple[str, str, str, re.Pattern]:
+def snapshot_names(name: str) -> tuple[str, str, str, re.Pattern[str]]:
     """For a file name: its snapshot folder, the prefix and suffix of its snapshots, and the
     pattern a snapshot's name matches (group 1: the time, group 2: the number, if any)."""
     stem, _, ext = name.rpartition(".")
@@ -372,7 +367,7 @@ def _snapshot(dir_fd: int, loc: Location, signature: bytes, kind: str,
     shown = os.path.join(loc.parent, folder)
     out = _Snapshots(shown, keep)
     src = _open_ours(dir_fd, loc.name, signature)
-    if src is None and _lstat(dir_fd, loc.name) is not None:
+    if src is None and lstat_at(dir_fd, loc.name) is not None:
         # _check_replaceable saw one of ours here a moment ago
         raise invalid(f"{loc.shown} changed while it was being replaced; try again")
     try:
@@ -397,17 +392,11 @@ def _snapshot(dir_fd: int, loc: Location, signature: bytes, kind: str,
 def _open_snapshot_folder(dir_fd: int, folder: str, shown: str, create: bool) -> int | None:
     """The snapshot folder, opened without following a link (None: absent, not created)."""
     try:
-        fd = os.open(folder, _DIR_FLAGS | _NOFOLLOW, dir_fd=dir_fd)
-    except FileNotFoundError:
-        if not create:
+        fd = open_dir(dir_fd, [folder], create=create)
+    except Refused as refused:
+        if refused.why is Why.MISSING and not create:
             return None
-        try:
-            os.mkdir(folder, 0o700, dir_fd=dir_fd)
-        except FileExistsError:
-            pass  # made in between; opened (and checked) below
-        fd = _open_existing_dir(folder, dir_fd, shown)
-    except OSError:  # a link (ELOOP) or not a folder: refused with the reason
-        fd = _open_existing_dir(folder, dir_fd, shown)
+        raise _dir_refusal(refused, shown, _raise_os_error) from None
     try:
         st = os.fstat(fd)
         if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o077:
@@ -418,18 +407,21 @@ def _open_snapshot_folder(dir_fd: int, folder: str, shown: str, create: bool) ->
     return fd
 
 
+def _raise_os_error(refused: Refused) -> NoReturn:
+    """For a refusal met while writing: the system's error, to be told as a write error."""
+    raise refused.error or OSError(refused.strerror)
+
+
 def _open_ours(dir_fd: int, name: str, signature: bytes) -> int | None:
     """A descriptor of `name` if it is a file memnest wrote: a regular file, not a link, of
     the daemon's user, starting with `signature`; else None."""
     try:
-        fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | getattr(os, "O_CLOEXEC", 0),
-                     dir_fd=dir_fd)
-    except OSError:
+        fd = open_file(dir_fd, name)
+    except Refused:
         return None
     try:
         st = os.fstat(fd)
-        if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and \
-                os.pread(fd, len(signature), 0) == signature:
+        if st.st_uid == os.geteuid() and os.pread(fd, len(signature), 0) == signature:
             return fd
     except OSError:
         pass
@@ -437,7 +429,7 @@ def _open_ours(dir_fd: int, name: str, signature: bytes) -> int | None:
     return None
 
 
-def _copy_snapshot(src: int, snap_fd: int, prefix: str, suffix: str, pattern: re.Pattern,
+def _copy_snapshot(src: int, snap_fd: int, prefix: str, suffix: str, pattern: re.Pattern[str],
                    shown: str) -> str:
     """Copy `src` to a new file (O_EXCL: nothing existing is written) named for this
     second, numbered after any snapshot of the same second; returns its name."""
@@ -453,8 +445,7 @@ def _copy_snapshot(src: int, snap_fd: int, prefix: str, suffix: str, pattern: re
     for n in range(first, _SNAPSHOT_NAME_TRIES):
         name = f"{prefix}{stamp}{f'-{n}' if n else ''}{suffix}"
         try:
-            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
-                         | getattr(os, "O_CLOEXEC", 0), 0o600, dir_fd=snap_fd)
+            fd = os.open(name, _NEW_FILE, 0o600, dir_fd=snap_fd)
         except FileExistsError:
             continue
         try:
@@ -479,7 +470,7 @@ def _copy_snapshot(src: int, snap_fd: int, prefix: str, suffix: str, pattern: re
                   "second; try again in a moment")
 
 
-def _prune(snap_fd: int, pattern: re.Pattern, signature: bytes, keep: int,
+def _prune(snap_fd: int, pattern: re.Pattern[str], signature: bytes, keep: int,
            kept: str | None) -> tuple[list[str], list[str]]:
     """Delete all but the newest `keep` snapshots memnest wrote (`kept`, the one just
     written, counts as the newest whatever the clock did); returns the names deleted and
@@ -510,7 +501,7 @@ def _prune(snap_fd: int, pattern: re.Pattern, signature: bytes, keep: int,
 def _unlink_same(dir_fd: int, name: str, st: os.stat_result) -> bool:
     """Delete `name` only if it is still the file `st` describes (not a link, not a file
     put in its place)."""
-    now = _lstat(dir_fd, name)
+    now = lstat_at(dir_fd, name)
     if now is None or not stat.S_ISREG(now.st_mode) or \
             (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
         return False
@@ -527,61 +518,59 @@ def read_file(workspace: str, path: str, limit: int,
     remote caller, who reads only inside its allowed folders (see the module's rules)."""
     loc = locate(workspace, path, "")
     if confined is None:
-        dir_fd = _parent_to_read(workspace, loc)
+        dir_fd = _open_parent(workspace, loc, create=False)
     else:
         dir_fd = _parent_to_read_remote(workspace, loc, path, confined)
     try:
         # an explicit outside path may be a link, for the local user only
-        follow = 0 if not loc.inside and confined is None else _NOFOLLOW
+        follow = not loc.inside and confined is None
         try:
-            fd = os.open(loc.name, os.O_RDONLY | follow | _NONBLOCK
-                         | getattr(os, "O_CLOEXEC", 0), dir_fd=dir_fd)
-        except FileNotFoundError:
-            if confined is not None:
-                raise unreachable(path, confined) from None
-            raise ToolError("not_found", f"no file at {loc.shown}") from None
-        except OSError as exc:
-            st = _lstat(dir_fd, loc.name)
-            if st is not None and stat.S_ISLNK(st.st_mode):
-                where = "inside the workspace" if confined is None else "for a remote client"
-                raise invalid(f"{loc.shown} is a symbolic link; memnest does not follow links "
-                              f"{where}. Give the path of the file itself") from None
-            if isinstance(exc, PermissionError):
-                raise invalid(f"no permission to read {loc.shown}") from None
-            raise _storage_error("read", loc, exc) from None
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise invalid(f"{loc.shown} is not a regular file")
-            if st.st_size > limit:
-                raise invalid(f"{loc.shown} is {st.st_size} bytes, over the limit of {limit}")
-            chunks, total = [], 0
-            while True:
-                chunk = os.read(fd, 1 << 20)
-                if not chunk:
-                    break
-                total += len(chunk)
-                if total > limit:
-                    raise invalid(f"{loc.shown} is over the limit of {limit} bytes")
-                chunks.append(chunk)
-            return b"".join(chunks), loc.shown
-        except ToolError:
-            raise
-        except OSError as exc:
-            raise _storage_error("read", loc, exc) from None
-        finally:
-            os.close(fd)
+            fd = open_file(dir_fd, loc.name, follow_last=follow)
+        except Refused as refused:
+            raise _file_refusal(refused, loc, path, confined) from None
     finally:
         os.close(dir_fd)
-
-
-def _parent_to_read(workspace: str, loc: Location) -> int:
     try:
-        return _open_parent(workspace, loc, create=False)
-    except ToolError:
-        raise
+        return _read_capped(fd, loc, limit), loc.shown
     except OSError as exc:
-        raise _storage_error("reach the directory of", loc, exc) from None
+        raise _storage_error("read", loc, exc) from None
+    finally:
+        os.close(fd)
+
+
+def _file_refusal(refused: Refused, loc: Location, path: str,
+                  confined: Confined | None) -> ToolError:
+    """What the caller hears when the file to read could not be opened."""
+    if refused.why is Why.MISSING:
+        if confined is not None:
+            return unreachable(path, confined)
+        return ToolError("not_found", f"no file at {loc.shown}")
+    if refused.why is Why.LINK:
+        where = "inside the workspace" if confined is None else "for a remote client"
+        return invalid(f"{loc.shown} is a symbolic link; memnest does not follow links "
+                       f"{where}. Give the path of the file itself")
+    if refused.why is Why.NOT_FILE:
+        return invalid(f"{loc.shown} is not a regular file")
+    if refused.why is Why.PERMISSION:
+        return invalid(f"no permission to read {loc.shown}")
+    return _storage_error("read", loc, refused)
+
+
+def _read_capped(fd: int, loc: Location, limit: int) -> bytes:
+    """All of the open file `fd`, refused when it is (or grows) over `limit` bytes."""
+    size = os.fstat(fd).st_size
+    if size > limit:
+        raise invalid(f"{loc.shown} is {size} bytes, over the limit of {limit}")
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        total += len(chunk)
+        if total > limit:
+            raise invalid(f"{loc.shown} is over the limit of {limit} bytes")
+        chunks.append(chunk)
 
 
 def _parent_to_read_remote(workspace: str, loc: Location, path: str,
@@ -591,24 +580,17 @@ def _parent_to_read_remote(workspace: str, loc: Location, path: str,
     checked as written before anything is opened and where it really is once opened."""
     if loc.inside:
         try:
-            return _parent_to_read(workspace, loc)
+            return _open_parent(workspace, loc, create=False)
         except MissingFolder:
             raise unreachable(path, confined) from None
     if not confined.allows(loc.shown):
         raise unreachable(path, confined)
     try:
-        fd = os.open(loc.parent, _DIR_FLAGS)
-    except OSError:
+        fd = open_dir(loc.parent, [])
+    except Refused:
         raise unreachable(path, confined) from None
     real = _real_path(fd)
     if real is None or not confined.allows(loc.parent, real):
         os.close(fd)
         raise unreachable(path, confined)
     return fd
-
-
-def _lstat(dir_fd: int, name: str):
-    try:
-        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except OSError:
-        return None

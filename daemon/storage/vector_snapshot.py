@@ -49,14 +49,14 @@ class Snapshot:
     digests: np.ndarray      # uint64 per row
     matrix: np.ndarray       # float32, one unit vector per row
     # Each row's keyword-index terms, and a digest of the text they were analysed from
-    # (content and tags), so an open need not analyse them again (RESULTS.md, perf. 14).
+    # (content and tags), so an open need not analyse them again.
     text_digests: list[int] | None = None
     vocabulary: list[str] | None = None
     term_offsets: list[int] | None = None
     term_ids: list[int] | None = None
     # conflict flags' nearest memories (neighbour_table.py's state()), valid only when the
     # database's embeddings are exactly the snapshot's
-    neighbours: dict | None = None
+    neighbours: dict[str, np.ndarray] | None = None
     # what was worked out from each text (injection markers), by text digest
     screened: ContentMemo | None = None
 

@@ -46,7 +46,7 @@ class Checked(TypedDict):
 class Listed(TypedDict):
     count: int
     by_kind: dict[str, int]
-    items: list[dict[str, object]]  # the first SHOWN findings
+    items: list[dict[str, str | int | bool]]  # the first SHOWN findings
 
 
 def check(store: MemoryStore, quick: bool = False) -> tuple[list[Finding], Checked]:

@@ -1,8 +1,8 @@
 """The shared/ folder on disk: `<workspace>/.memnest/shared/`, untrusted input.
 
-Whatever a pull brings is read with the rules of storage/safe_files.py: each directory on the
-way is opened relative to the one before with O_NOFOLLOW (a link planted as `.memnest` or
-`shared` is refused, not followed), a file is opened with O_NOFOLLOW and must be a regular
+Whatever a pull brings is read through storage/beneath.py: each directory on the way is
+opened relative to the one before with O_NOFOLLOW (a link planted as `.memnest` or `shared`
+is refused, not followed), a file is opened without following a link and must be a regular
 file under the size cap, only names of the global-id pattern are read, and at most
 MAX_FILES entries are looked at. Files are written with safe_files.write_file (atomic, no
 link written through, only under `.memnest/`), and only when their bytes change.
@@ -11,6 +11,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 
+from ..storage.beneath import Refused, Why, open_dir, open_file
 from ..storage.db_files import write_gitignore
 from ..storage.safe_files import write_file
 from .format import MAX_FILE_BYTES, SIGNATURE, file_name, global_id_of
@@ -18,9 +19,6 @@ from .format import MAX_FILE_BYTES, SIGNATURE, file_name, global_id_of
 OWN = ".memnest"
 SHARED = "shared"
 MAX_FILES = 50_000
-_DIR = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
-_FILE = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0) | \
-    getattr(os, "O_NONBLOCK", 0)
 
 
 def shared_path(workspace: str) -> str:
@@ -31,25 +29,19 @@ def _open_dirs(workspace: str, parts: tuple[str, ...]) -> int | None:
     """A descriptor of workspace/parts..., each step without following a link; None when
     a step is missing, a link or not a folder."""
     try:
-        fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+        return open_dir(workspace, parts)
+    except Refused:
         return None
-    for part in parts:
-        try:
-            next_fd = os.open(part, _DIR, dir_fd=fd)
-        except OSError:
-            os.close(fd)
-            return None
-        os.close(fd)
-        fd = next_fd
-    return fd
 
 
-def fingerprint(workspace: str) -> tuple:
+Fingerprint = tuple["tuple[int, ...] | None", ...]
+
+
+def fingerprint(workspace: str) -> Fingerprint:
     """What changes when files arrive: the shared folder's identity and mtime (git adds,
     replaces and removes files there), and the git index and HEAD (a commit, a merge, a
     resolved conflict). A few stat calls: cheap enough for every call."""
-    out: list = []
+    out: list[tuple[int, ...] | None] = []
     try:
         st = os.stat(shared_path(workspace), follow_symlinks=False)
         out.append((st.st_ino, st.st_mtime_ns, st.st_mode))
@@ -125,13 +117,16 @@ def read(workspace: str, gid: str) -> bytes:
     if fd is None:
         raise OSError("the shared folder cannot be opened")
     try:
-        f = os.open(file_name(gid), _FILE, dir_fd=fd)
+        f = open_file(fd, file_name(gid))
+    except Refused as refused:
+        if refused.why is Why.LINK:
+            raise ValueError("a symbolic link; never followed") from None
+        if refused.why is Why.NOT_FILE:
+            raise ValueError("not a regular file") from None
+        raise refused.error or OSError(refused.strerror) from None
     finally:
         os.close(fd)
     try:
-        st = os.fstat(f)
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError("not a regular file")
         data = os.read(f, MAX_FILE_BYTES + 1)
         if len(data) > MAX_FILE_BYTES:
             raise ValueError(f"over the limit of {MAX_FILE_BYTES} bytes")
