@@ -2,12 +2,16 @@
 
 The daemon serves every client, so it keeps no per-client state: it checks the new
 workspace and answers with a `session` directive that the client (memnest-mcp) applies to
-its own later calls."""
-import os
+its own later calls (operations/workspace.py checks and opens it)."""
+from typing import Any, TypedDict
 
-from ..core.errors import ToolError, invalid
-from ..store.registry import check_workspace, database_path
+from ..operations.workspace import switch_workspace
 from .registry import ToolContext, tool
+
+
+class SetWorkspaceArgs(TypedDict, total=False):
+    workspace: str  # required
+    db_path: str
 
 
 @tool("memory_set_workspace",
@@ -21,29 +25,9 @@ from .registry import ToolContext, tool
        },
        "required": ["workspace"], "additionalProperties": False},
       idempotent=True)
-def memory_set_workspace(ctx: ToolContext, args: dict) -> dict:
-    target = os.path.expanduser(args["workspace"].strip())
-    if not target:
-        raise invalid("workspace is empty")
-    workspace = check_workspace(os.path.join(ctx.workspace, target))
-    db_path = args.get("db_path", "").strip()
-    confined = ctx.confinement
-    if confined is not None:
-        # the server checked the path as sent; this is where it led when it was resolved
-        if db_path:
-            raise ToolError("permission_denied", f"tls client {confined.identity!r} may not "
-                            "choose the database file: memory_set_workspace takes no db_path "
-                            "over TLS")
-        if not confined.allows_workspace(workspace):
-            raise ToolError("permission_denied",
-                            f"tls client {confined.identity!r} may not use workspace "
-                            f"{args['workspace'].strip()!r}: {confined.where()}")
-    store = ctx.stores.acquire(workspace, db_path)  # opens it now: errors surface here
-    try:
-        with store.reading():
-            memories = len(store.in_scope(workspace))
-    finally:
-        ctx.stores.release(store)
-    return {"workspace": workspace, "database": database_path(workspace, db_path),
-            "memories": memories,
-            "session": {"workspace": workspace, "db_path": db_path}}
+def memory_set_workspace(ctx: ToolContext, args: SetWorkspaceArgs) -> dict[str, Any]:
+    done = switch_workspace(ctx, ctx.stores, args["workspace"], args.get("db_path", ""),
+                            ctx.confinement)
+    return {"workspace": done.workspace, "database": done.database,
+            "memories": done.memories,
+            "session": {"workspace": done.workspace, "db_path": done.db_path}}

@@ -1,9 +1,25 @@
-"""Upkeep tools: memory_dream (consolidation), memory_reindex and memory_verify."""
-import time
+"""Upkeep tools: memory_dream (consolidation), memory_reindex and memory_verify, over
+operations/upkeep.py."""
+from dataclasses import asdict
+from typing import Any, TypedDict
 
-from ..curation.dream import DreamReport, dream
-from ..store.verify import verify
+from ..curation.dream import DreamReport
+from ..operations.upkeep import check_derived, consolidate, reindex
 from .registry import ToolContext, tool
+
+
+class DreamArgs(TypedDict, total=False):
+    dry_run: bool
+    force: bool
+
+
+class ReindexArgs(TypedDict, total=False):
+    """memory_reindex takes no arguments."""
+
+
+class VerifyArgs(TypedDict, total=False):
+    repair: bool
+    quick: bool
 
 
 @tool("memory_dream",
@@ -16,10 +32,8 @@ from .registry import ToolContext, tool
        "properties": {"dry_run": {"type": "boolean"}, "force": {"type": "boolean"}},
        "additionalProperties": False},
       destructive=True, long_running=True)
-def memory_dream(ctx: ToolContext, args: dict) -> DreamReport:
-    return dream(ctx.store, ctx.workspace, ctx.embedder, ctx.settings.dream,
-                 dry_run=args.get("dry_run", False), force=args.get("force", False),
-                 progress=ctx.progress)
+def memory_dream(ctx: ToolContext, args: DreamArgs) -> DreamReport:
+    return consolidate(ctx, args.get("dry_run", False), args.get("force", False))
 
 
 @tool("memory_reindex",
@@ -28,16 +42,8 @@ def memory_dream(ctx: ToolContext, args: dict) -> DreamReport:
       "thousand memories).",
       {"type": "object", "properties": {}, "additionalProperties": False},
       idempotent=True, long_running=True)
-def memory_reindex(ctx: ToolContext, args: dict) -> dict:
-    store = ctx.store
-    started = time.monotonic()
-    ctx.progress(0, 1, "rebuilding indexes")
-    with store.writing():
-        store.reload()
-        counts = {"memories": len(store.catalog), "vector_indexed": len(store.vectors),
-                  "keyword_indexed": len(store.keywords)}
-    ctx.progress(1, 1, "done")
-    return {**counts, "duration_ms": round((time.monotonic() - started) * 1000, 1)}
+def memory_reindex(ctx: ToolContext, args: ReindexArgs) -> dict[str, Any]:
+    return asdict(reindex(ctx))
 
 
 @tool("memory_verify",
@@ -49,8 +55,5 @@ def memory_reindex(ctx: ToolContext, args: dict) -> dict:
        "properties": {"repair": {"type": "boolean"}, "quick": {"type": "boolean"}},
        "additionalProperties": False},
       idempotent=True, long_running=True)
-def memory_verify(ctx: ToolContext, args: dict) -> dict:
-    ctx.progress(0, 1, "verifying")
-    report = verify(ctx.store, repair=args.get("repair", False), quick=args.get("quick", False))
-    ctx.progress(1, 1, "done")
-    return report
+def memory_verify(ctx: ToolContext, args: VerifyArgs) -> dict[str, Any]:
+    return check_derived(ctx, args.get("repair", False), args.get("quick", False))
