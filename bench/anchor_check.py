@@ -261,7 +261,7 @@ def summary(times: dict[str, list[list[float]]], rows: slice) -> dict:
 
 
 # An idle gap like an agent's between searches: past code/git.py's FULL_TTL as it was when
-# this bench was written; it is longer now (bench/RESULTS.md, Code anchors).
+# this bench was written; it is longer now (bench/RESULTS.md#code-anchors).
 IDLE_S = 31.0
 
 

@@ -162,3 +162,19 @@ def test_relative_links_name_files_that_exist(page):
         if not (path.parent / target.split("#", 1)[0]).exists():
             broken.append(target)
     assert not broken, f"{page} links to files that do not exist: {broken}"
+
+
+RESULTS_REF = re.compile(r"RESULTS\.md#([A-Za-z0-9_-]+)")
+RESULTS_ANCHOR = re.compile(r'<a id="([^"]+)"')
+
+
+def test_results_references_name_anchors_that_exist():
+    """Comments and pages cite bench/RESULTS.md by a topic's anchor; each must still be there."""
+    anchors = set(RESULTS_ANCHOR.findall((ROOT / "bench" / "RESULTS.md").read_text()))
+    sources = [ROOT / "README.md", *DOCS.rglob("*.md"),
+               *(p for part in ("daemon", "shims", "bench", "tests")
+                 for p in (ROOT / part).rglob("*.py"))]
+    missing = sorted({f"{p.relative_to(ROOT)}: #{name}" for p in sources
+                      for name in RESULTS_REF.findall(p.read_text(errors="replace"))
+                      if name not in anchors})
+    assert not missing, f"references to anchors bench/RESULTS.md does not have: {missing}"

@@ -144,7 +144,7 @@ class Database:
     def _prepared(self, conn: lb.Connection, query: str) -> PreparedStatement:
         """This thread's prepared statement for `query`. The engine keeps the memory of every
         statement it prepared for a call with parameters until the connection closes, so a
-        long ingest grew the daemon without bound (bench/RESULTS.md, Cold open and memory).
+        long ingest grew the daemon without bound (bench/RESULTS.md#cold-open-memory).
         Preparing each of the daemon's own statements once per connection keeps it flat,
         and is faster too."""
         cache = getattr(self._local, "prepared", None)
@@ -178,7 +178,7 @@ class Database:
         when it replays them; then the whole WAL is set aside (wal_recovery.py). So a
         transaction is checkpointed before it is acknowledged, and a crash can only lose a
         write that was never acknowledged. A checkpoint costs more as the table grows
-        (bench/RESULTS.md, Store and import throughput), so small new rows may defer it
+        (bench/RESULTS.md#write-throughput), so small new rows may defer it
         instead (`checkpoint=False` after can_defer()): they are written without their embeddings
         and journaled (row_journal.py), which brings them back if the WAL is set aside; the
         embeddings follow in the next checkpointed transaction, which first checkpoints the
