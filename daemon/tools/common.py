@@ -6,13 +6,14 @@ from memnest_proto.contract import CATEGORIES
 from ..core.anchors import MAX_ANCHORS
 from ..core.errors import invalid
 from ..core.records import Memory
+from ..core.types import CLIENT_VIAS, DAEMON_VIAS, SCOPES
 from ..operations.recall import Notes
 from .registry import ToolContext
 
 MAX_IDS = 500
 # Provenance filters of memory_search and memory_list.
 ORIGIN_FILTERS: dict[str, Any] = {
-    "via": {"type": "string", "enum": ["agent", "cli", "hook", "import", "query"],
+    "via": {"type": "string", "enum": [*CLIENT_VIAS, *DAEMON_VIAS],
             "description": "Only memories written this way: an agent's tool call, "
                            "memnest-ctl, a hook, memory_import, a raw memory_query."},
     "client": {"type": "string", "minLength": 1, "maxLength": 200,
@@ -63,7 +64,7 @@ ITEM: dict[str, Any] = {
                                                     "3."},
         "anchors": ANCHORS,
         "auto_anchor": AUTO_ANCHOR,
-        "scope": {"type": "string", "enum": ["private", "shared"],
+        "scope": {"type": "string", "enum": list(SCOPES),
                   "description": "private (default: this machine only) or shared: also kept "
                                  "as a file under .memnest/shared/ to commit with the code, "
                                  "so teammates' memnest brings it in (refused if it holds a "
