@@ -1,4 +1,4 @@
-"""Writes the labelled corpus of bench/secret_detection.py and tests/test_secret_corpus.py.
+"""Writes the labelled corpus of bench/secret_detection.py and tests/daemon/curation/test_secret_corpus.py.
 
 tests/data/secrets/positives.jsonl: engineering notes of the kind a coding agent stores, each
 holding one or more secrets of a given shape; `secrets` lists the substrings that must not

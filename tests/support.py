@@ -18,6 +18,8 @@ from memnest_proto.contract import OFFLINE_MODEL
 from memnest_shims.client import DaemonClient
 
 BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parent.parent  # the checkout
+DATA = ROOT / "tests" / "data"  # payloads, corpora and fixtures the tests read
 
 
 def old_daemon_command(version: str, *args: str) -> list[str]:
@@ -135,6 +137,21 @@ def put_memories(store, memories, vectors) -> None:
                 store.allocate_id()
             changes.insert(m, vector)
         store.commit(changes)
+
+
+def some_memories(store, ids, workspace: str) -> None:
+    """Memories `ids` of `workspace`, each a distinct text with a random unit vector of the
+    store's dimension, written through put_memories: for tests of what holds the store, not
+    of what it finds."""
+    import numpy as np
+    from memnest_daemon.core.records import Memory, content_hash, utcnow
+    now, rng = utcnow(), np.random.default_rng(len(ids))
+    memories = [Memory(id=n, content=f"memory number {n}", content_hash=content_hash(
+        f"memory number {n}"), category="general", tags=[], importance=3, access_count=0,
+        workspace=workspace, created_at=now, updated_at=now, embedding_model=store.model)
+        for n in ids]
+    vectors = rng.normal(size=(len(ids), store.vectors.dim)).astype(np.float32)
+    put_memories(store, memories, list(vectors / np.linalg.norm(vectors, axis=1)[:, None]))
 
 
 def result_json(result) -> dict:

@@ -178,3 +178,19 @@ def test_results_references_name_anchors_that_exist():
                       for name in RESULTS_REF.findall(p.read_text(errors="replace"))
                       if name not in anchors})
     assert not missing, f"references to anchors bench/RESULTS.md does not have: {missing}"
+
+
+TEST_FILE = re.compile(r"\b(?:tests/)?(?:[a-z_]+/)*test_[a-z0-9_]+\.py\b")
+
+
+def test_test_files_the_pages_name_exist():
+    """The manual says which test keeps each promise; a test moved or renamed updates it."""
+    have = {p.name for p in (ROOT / "tests").rglob("test_*.py")}
+    missing = []
+    for page in [ROOT / "README.md", *DOCS.rglob("*.md")]:
+        for named in TEST_FILE.findall(page.read_text()):
+            found = (ROOT / named).exists() if named.startswith("tests/") \
+                else Path(named).name in have
+            if not found:
+                missing.append(f"{page.relative_to(ROOT)}: {named}")
+    assert not missing, f"pages name test files that do not exist: {missing}"

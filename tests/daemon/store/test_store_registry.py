@@ -8,7 +8,9 @@ import pytest
 from memnest_daemon.core.errors import ToolError
 from memnest_daemon.store.registry import StoreRegistry
 
-from test_conflict_cache import DIM, _write
+from support import some_memories
+
+DIM = 8
 
 
 def test_open_stores_are_frozen_out_of_full_collections_and_thawed_when_closed(tmp_path):
@@ -18,7 +20,7 @@ def test_open_stores_are_frozen_out_of_full_collections_and_thawed_when_closed(t
     registry = StoreRegistry("model", DIM, 64, 1, 1)
     try:
         store = registry.acquire(str(tmp_path), "")
-        _write(store, list(range(1, 21)), str(tmp_path))
+        some_memories(store, list(range(1, 21)), str(tmp_path))
         registry.release(store)
         assert gc.get_freeze_count() > 0
         store.itself = store  # a reference cycle, frozen with the store
@@ -42,7 +44,7 @@ def test_at_most_max_open_databases_the_least_recently_used_idle_one_closes(tmp_
         held = registry.acquire(folders[0], "")  # in use throughout: never closed
         for folder in folders[1:]:
             store = registry.acquire(folder, "")
-            _write(store, [1], folder)
+            some_memories(store, [1], folder)
             registry.release(store)
             assert len(registry.stores()) <= 3
         open_now = {s.db_path for s in registry.stores()}

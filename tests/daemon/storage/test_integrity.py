@@ -3,15 +3,14 @@ about, and a database an older engine damaged is repaired when it opens."""
 import gzip
 import logging
 import shutil
-from pathlib import Path
 
 import numpy as np
 
 from memnest_daemon.storage import integrity
 from memnest_daemon.storage.database import ENGINE, Database
 from memnest_daemon.store.store import MemoryStore
+from support import DATA
 
-DATA = Path(__file__).parent / "data"
 MODEL = "memnest/all-MiniLM-L6-v2-int8"
 
 

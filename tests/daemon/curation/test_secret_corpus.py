@@ -5,14 +5,13 @@ The held-out files are only measured there, never asserted on here."""
 import importlib.util
 import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from memnest_daemon.curation.privacy import clean
+from support import DATA as TEST_DATA, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "tests" / "data" / "secrets"
+DATA = TEST_DATA / "secrets"
 WINDOW = 12  # as in the bench: a secret leaks when this many of its characters survive
 
 # The shapes issue 36 asks for, and the look-alikes that must pass.

@@ -1,13 +1,12 @@
 """Injection screening sees through the usual disguises, and leaves texts that merely talk
 about prompts alone (bench/injection_screening.py prints the figures)."""
 import json
-from pathlib import Path
 
 import pytest
 
 from memnest_daemon.curation.screening import markers
+from support import DATA
 
-DATA = Path(__file__).parent / "data"
 
 
 @pytest.mark.parametrize("text", [
