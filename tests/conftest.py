@@ -4,7 +4,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from support import Daemon
+from support import Daemon, TeamSide, git
 
 
 @pytest.fixture(scope="session")
@@ -41,3 +41,20 @@ def call(daemon, workspace):
         return client.call_tool(tool, arguments, str(ws or workspace))
     yield _call
     client.close()
+
+
+@pytest.fixture
+def team(tmp_path):
+    """Two clones (a, b) of one new repository, each with a daemon of its own."""
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    seed = tmp_path / "seed"
+    git(tmp_path, "init", "-q", "-b", "main", str(seed))
+    (seed / "README.md").write_text("project\n")
+    git(seed, "add", ".")
+    git(seed, "commit", "-qm", "start")
+    git(seed, "push", "-q", str(origin), "main")
+    a, b = TeamSide(tmp_path, "a", origin), TeamSide(tmp_path, "b", origin)
+    yield a, b
+    a.stop()
+    b.stop()

@@ -9,6 +9,7 @@ import sys
 import textwrap
 import time
 from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import psutil
@@ -229,3 +230,104 @@ def stored_memories(ctx, *texts: str, tags: tuple[str, ...] = ()) -> list[int]:
         outcomes = ingest(ctx.store, ctx.workspace, [Item(t, tags=list(tags)) for t in texts],
                           vectors, ctx.settings)
     return [o.memory.id for o in outcomes]
+
+
+# -- ranking in process: memories and a store double with hand-made vectors ------------------
+
+RANKING_DIM = 8
+RANKING_T0 = datetime(2025, 3, 1, 12, 0, 0)
+
+
+def ranking_memory(i: int, content: str, workspace: str = "/ws", tags=(),
+                   minutes: float = 0.0):
+    """A memory written `minutes` after RANKING_T0."""
+    from memnest_daemon.core.records import Memory, content_hash
+    at = RANKING_T0 + timedelta(minutes=minutes)
+    return Memory(id=i, content=content, content_hash=content_hash(content), category="general",
+                  tags=list(tags), importance=3, access_count=0, workspace=workspace,
+                  created_at=at, updated_at=at)
+
+
+def unit_vector(seed: int):
+    import numpy as np
+    x = np.random.default_rng(seed).standard_normal(RANKING_DIM).astype(np.float32)
+    return x / np.linalg.norm(x)
+
+
+def ranking_store(memories, vectors=None):
+    """What search.ranking reads of a MemoryStore, built from `memories` (each with the
+    vector `vectors` gives it, else a random one)."""
+    from collections import Counter
+    from types import SimpleNamespace
+
+    from memnest_daemon.search.indexes import KeywordIndex, VectorIndex
+    from memnest_daemon.search.memory_columns import MemoryColumns
+    from memnest_daemon.search.timeline import Timeline
+    store = SimpleNamespace(catalog={m.id: m for m in memories},
+                            vectors=VectorIndex(RANKING_DIM), keywords=KeywordIndex(),
+                            timeline=Timeline.of(memories), columns=MemoryColumns.of(memories),
+                            per_workspace=Counter(m.workspace for m in memories),
+                            version=0, scopes=(-1, {}))
+    for m in memories:
+        store.vectors.upsert(m.id, (vectors or {}).get(m.id, unit_vector(1000 + m.id)))
+    store.keywords.upsert_many(memories)
+    return store
+
+
+def rank_context(store, query, vector=None, workspace="/ws"):
+    """search.ranking's context mode over `store` for `query`."""
+    from memnest_daemon.search import ranking
+    vector = unit_vector(7) if vector is None else vector
+    return ranking.rank(store, query, vector, ranking.SearchFilter(workspace=workspace),
+                        pool=100, mode="context", rrf_k=60)
+
+
+# -- team memory: clones of one repository, each with its daemon -------------------------------
+
+def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+           "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(cwd)}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=check, capture_output=True,
+                          text=True)
+
+
+class TeamSide:
+    """One clone of a team's repository and its own daemon (tests of team memory)."""
+
+    def __init__(self, root: Path, name: str, origin: Path):
+        git(root, "clone", "-q", str(origin), name)
+        self.repo = (root / name).resolve()
+        git(self.repo, "config", "pull.rebase", "false")
+        self.daemon = Daemon(root / f"run-{name}")
+        self.daemon.start()
+        self.client = self.daemon.client()
+
+    def call(self, tool: str, **arguments) -> dict:
+        return self.client.call_tool(tool, arguments, str(self.repo))
+
+    def fails(self, tool: str, **arguments) -> str:
+        import pytest
+        from memnest_shims.client import ToolFailure
+        with pytest.raises(ToolFailure) as info:
+            self.call(tool, **arguments)
+        return info.value.message
+
+    def ctl(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(BIN / "memnest-ctl"), *args], cwd=self.repo, env=self.daemon.env,
+                              capture_output=True, text=True, timeout=120)
+
+    def shared(self) -> Path:
+        return self.repo / ".memnest" / "shared"
+
+    def publish(self, message: str = "memories") -> None:
+        git(self.repo, "add", ".memnest")
+        git(self.repo, "commit", "-qm", message)
+        git(self.repo, "push", "-q", "origin", "HEAD")
+
+    def pull(self, check: bool = True) -> subprocess.CompletedProcess:
+        return git(self.repo, "pull", "-q", "origin", "main", check=check)
+
+    def stop(self) -> None:
+        self.client.close()
+        self.daemon.stop()

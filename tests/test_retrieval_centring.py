@@ -11,7 +11,7 @@ from memnest_daemon.search import indexes
 from memnest_daemon.search.indexes import VectorIndex
 from memnest_daemon.search.tuning import DEFAULT_TUNING
 from memnest_shims.errors import ToolFailure
-from test_search_quality import _memory, _rank, _store
+from support import rank_context as _rank, ranking_memory as _memory, ranking_store as _store
 
 DIM = 8
 

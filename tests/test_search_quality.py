@@ -1,9 +1,7 @@
 """The pieces of the `context` fusion mode: query analysis, the index bookkeeping it relies on,
 neighbour context and term coverage (in process, with hand-made vectors so only the ranking
 logic is under test), and one ranking check end to end through the daemon."""
-from collections import Counter
 from datetime import datetime, timedelta
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -11,9 +9,10 @@ from memnest_daemon.search import ranking as search
 from memnest_daemon.core.config import FUSION_MODES, Settings
 from memnest_daemon.search.indexes import KeywordIndex, VectorIndex
 from memnest_daemon.search.query_analysis import STOPWORDS, analyse, keyword_terms
-from memnest_daemon.core.records import Memory, content_hash
-from memnest_daemon.search.memory_columns import MemoryColumns
-from memnest_daemon.search.timeline import Timeline
+from support import rank_context as _rank
+from support import ranking_memory as _memory
+from support import ranking_store as _store
+from support import unit_vector as _unit
 
 T0 = datetime(2025, 3, 1, 12, 0, 0)
 DIM = 8
@@ -41,13 +40,6 @@ def test_names_tag_matches_whole_words_and_phrases():
 
 # -- index bookkeeping -----------------------------------------------------------------------
 
-def _memory(i: int, content: str, workspace: str = "/ws", tags=(), minutes: float = 0.0):
-    at = T0 + timedelta(minutes=minutes)
-    return Memory(id=i, content=content, content_hash=content_hash(content), category="general",
-                  tags=list(tags), importance=3, access_count=0, workspace=workspace,
-                  created_at=at, updated_at=at)
-
-
 def test_keyword_index_tracks_terms_and_document_frequency():
     k = KeywordIndex()
     k.upsert_many([_memory(1, "Painting sunsets at the lake"), _memory(2, "Lake swimming")])
@@ -72,29 +64,6 @@ def test_vector_index_ids_and_cosines():
 
 
 # -- the context mode, in process ------------------------------------------------------------
-
-def _unit(seed: int) -> np.ndarray:
-    x = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
-    return x / np.linalg.norm(x)
-
-
-def _store(memories, vectors=None):
-    store = SimpleNamespace(catalog={m.id: m for m in memories}, vectors=VectorIndex(DIM),
-                            keywords=KeywordIndex(), timeline=Timeline.of(memories),
-                            columns=MemoryColumns.of(memories),
-                            per_workspace=Counter(m.workspace for m in memories),
-                            version=0, scopes=(-1, {}))
-    for m in memories:
-        store.vectors.upsert(m.id, (vectors or {}).get(m.id, _unit(1000 + m.id)))
-    store.keywords.upsert_many(memories)
-    return store
-
-
-def _rank(store, query, vector=None, workspace="/ws"):
-    vector = _unit(7) if vector is None else vector
-    return search.rank(store, query, vector, search.SearchFilter(workspace=workspace),
-                       pool=100, mode="context", rrf_k=60)
-
 
 DIALOGUE = [
     "Mel: We went to a concert on Saturday for my daughter's birthday.",

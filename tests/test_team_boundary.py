@@ -6,7 +6,7 @@ import json
 import secrets
 import string
 
-from test_team_memory import git, team  # noqa: F401 - the fixture
+from support import git
 
 MINE = "The staging database password rotation runs every Monday at 09:00 from the vault job"
 MY_TAGS = ["project-nightjar", "ops"]

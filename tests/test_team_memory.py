@@ -3,81 +3,17 @@ real daemon, the real git CLI in between."""
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from support import Daemon
+from support import git
 
-CTL = Path(sys.executable).parent / "memnest-ctl"
 GID = "0123456789abcdef0123456789abcdef"
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 
-def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
-           "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(cwd)}
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=check, capture_output=True,
-                          text=True)
 
-
-class Side:
-    """One clone and its daemon."""
-
-    def __init__(self, root: Path, name: str, origin: Path):
-        git(root, "clone", "-q", str(origin), name)
-        self.repo = (root / name).resolve()
-        git(self.repo, "config", "pull.rebase", "false")
-        self.daemon = Daemon(root / f"run-{name}")
-        self.daemon.start()
-        self.client = self.daemon.client()
-
-    def call(self, tool: str, **arguments) -> dict:
-        return self.client.call_tool(tool, arguments, str(self.repo))
-
-    def fails(self, tool: str, **arguments) -> str:
-        from memnest_shims.client import ToolFailure
-        with pytest.raises(ToolFailure) as info:
-            self.call(tool, **arguments)
-        return info.value.message
-
-    def ctl(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([str(CTL), *args], cwd=self.repo, env=self.daemon.env,
-                              capture_output=True, text=True, timeout=120)
-
-    def shared(self) -> Path:
-        return self.repo / ".memnest" / "shared"
-
-    def publish(self, message: str = "memories") -> None:
-        git(self.repo, "add", ".memnest")
-        git(self.repo, "commit", "-qm", message)
-        git(self.repo, "push", "-q", "origin", "HEAD")
-
-    def pull(self, check: bool = True) -> subprocess.CompletedProcess:
-        return git(self.repo, "pull", "-q", "origin", "main", check=check)
-
-    def stop(self) -> None:
-        self.client.close()
-        self.daemon.stop()
-
-
-@pytest.fixture
-def team(tmp_path):
-    origin = tmp_path / "origin.git"
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
-    seed = tmp_path / "seed"
-    git(tmp_path, "init", "-q", "-b", "main", str(seed))
-    (seed / "README.md").write_text("project\n")
-    git(seed, "add", ".")
-    git(seed, "commit", "-qm", "start")
-    git(seed, "push", "-q", str(origin), "main")
-    a, b = Side(tmp_path, "a", origin), Side(tmp_path, "b", origin)
-    yield a, b
-    a.stop()
-    b.stop()
 
 
 def test_shared_memories_travel_through_git_and_databases_stay_out(team):
