@@ -174,13 +174,7 @@ def _run(args: argparse.Namespace, settings: Settings, listener, sock: Path,
     drain. The exit status."""
     from .listener import AlreadyRunning, DaemonServer, something_listens
 
-    # Under systemd stderr is the journal; under launchd it is a file beside our own log.
-    to_stderr = not args.spawned and (not args.service or bool(os.environ.get("JOURNAL_STREAM")))
-    log_path = _setup_logging(to_stderr=to_stderr)
-    log.info("memnestd %s starting (pid %d), socket %s%s%s", VERSION, os.getpid(), sock,
-             " (inherited)" if listener is not None else "",
-             ", run by a service manager" if args.service else
-             ", on demand" if args.spawned else "")
+    log_path = _start_log(args, listener, sock)
     stops = _StopRequests()
     if listener is None and sock.exists() and something_listens(sock):
         # Not a daemon of ours (we hold the lock): most likely a systemd socket unit, which
@@ -188,26 +182,13 @@ def _run(args: argparse.Namespace, settings: Settings, listener, sock: Path,
         print(f"memnestd: {sock} is already served by another listener (a systemd socket "
               "unit?)", file=sys.stderr)
         return 0
-
-    from ..model.embedder import Embedder, ModelUnavailable
+    embedder = _load_model(settings)
+    if embedder is None:
+        return 1
     from ..store.registry import StoreRegistry
     from ..team.outgoing import open_team
     from .servicer import MemnestService, Runtime
 
-    try:
-        embedder = Embedder(settings.embedding_model, settings.embed_threads or None)
-    except ModelUnavailable as exc:
-        log.error("%s", exc)
-        print(f"memnestd: {exc}", file=sys.stderr)
-        return 1
-    refusal = embedding_dim_refusal(embedder.dim)
-    if refusal:
-        log.error("%s", refusal)
-        print(f"memnestd: {refusal}", file=sys.stderr)
-        return 1
-    for name, why in IGNORED_SETTINGS.items():
-        if os.environ.get(name, "").strip():
-            log.warning("%s is ignored: %s", name, why)
     stores = StoreRegistry(embedder.name, embedder.dim, settings.buffer_pool_mb,
                            settings.max_db_gb, settings.db_threads, embedder.embed,
                            settings.max_open_databases, open_team=open_team)
@@ -229,15 +210,53 @@ def _run(args: argparse.Namespace, settings: Settings, listener, sock: Path,
         _serve(server, stores, embedder, settings,
                idle_exit_minutes * 60 if args.spawned else 0, sock)
     finally:
-        _sd_notify("STOPPING=1")
-        server.stop()
-        stores.close_all()
-        log.info("memnestd stopped%s", f" (exit status {server.exit_code}: the service "
-                 "manager starts the new version)" if server.exit_code else "")
-        for handler in logging.getLogger().handlers:
-            if isinstance(handler, _StderrCopy):
-                handler.settle()
+        _drain(server, stores)
     return server.exit_code
+
+
+def _start_log(args: argparse.Namespace, listener, sock: Path) -> Path:
+    """Set up logging and say how this daemon was started; the log file's path."""
+    # Under systemd stderr is the journal; under launchd it is a file beside our own log.
+    to_stderr = not args.spawned and (not args.service or bool(os.environ.get("JOURNAL_STREAM")))
+    log_path = _setup_logging(to_stderr=to_stderr)
+    log.info("memnestd %s starting (pid %d), socket %s%s%s", VERSION, os.getpid(), sock,
+             " (inherited)" if listener is not None else "",
+             ", run by a service manager" if args.service else
+             ", on demand" if args.spawned else "")
+    return log_path
+
+
+def _load_model(settings: Settings):
+    """The embedding model, or None once the reason it cannot serve is logged and printed."""
+    from ..model.embedder import Embedder, ModelUnavailable
+
+    try:
+        embedder = Embedder(settings.embedding_model, settings.embed_threads or None)
+    except ModelUnavailable as exc:
+        log.error("%s", exc)
+        print(f"memnestd: {exc}", file=sys.stderr)
+        return None
+    refusal = embedding_dim_refusal(embedder.dim)
+    if refusal:
+        log.error("%s", refusal)
+        print(f"memnestd: {refusal}", file=sys.stderr)
+        return None
+    for name, why in IGNORED_SETTINGS.items():
+        if os.environ.get(name, "").strip():
+            log.warning("%s is ignored: %s", name, why)
+    return embedder
+
+
+def _drain(server, stores) -> None:
+    """Stop serving, close every database, and say why the daemon stopped."""
+    _sd_notify("STOPPING=1")
+    server.stop()
+    stores.close_all()
+    log.info("memnestd stopped%s", f" (exit status {server.exit_code}: the service "
+             "manager starts the new version)" if server.exit_code else "")
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, _StderrCopy):
+            handler.settle()
 
 
 def _warm_mcp_sdk(server, quiet_s: float = 1.0) -> None:
