@@ -82,11 +82,14 @@ def _compact(values: dict[str, object]) -> dict[str, object]:
 _FIELDS = set(_DEFAULTS)
 
 
+NO_CODE = CodeContext()  # a memory that cites no code: shared, as most memories are such
+
+
 @lru_cache(maxsize=4096)
 def _parse(text: str) -> CodeContext:
     """A stored text that does not parse (a raw memory_query write) reads as no context."""
     if not text:
-        return CodeContext()
+        return NO_CODE
     try:
         value = json.loads(text)
         anchors = tuple(Anchor(**{k: v for k, v in a.items() if k in _FIELDS})

@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
+from .anchors import NO_CODE, CodeContext
 from .types import Category, Scope, Via, is_client_via
 
 
@@ -85,9 +86,9 @@ class Memory:
     origin_via: Via = ""
     origin_client: str = ""
     origin_session: str = ""
-    # the code it cites and the git branch it was written on: CodeContext JSON, "" for none
-    # (core/anchors.py)
-    code: str = ""
+    # the code it cites and the git branch it was written on (stored as its JSON, "" for
+    # none: CodeContext.parse at the storage edges, to_json where a row is written)
+    code: CodeContext = NO_CODE
     # team memory (daemon/team/): "shared" memories are also kept as files under
     # <workspace>/.memnest/shared/, named by `global_id` (a UUID4 hex given when first shared,
     # the same on every machine; "" until then)

@@ -14,6 +14,7 @@ from ..code.anchors import AnchorError, FileCache, anchors_from_content, capture
 from ..code.git import Repo
 from ..core.anchors import (
     MAX_ANCHORS,
+    NO_CODE,
     STALE_STATES,
     Anchor,
     AnchorCheck,
@@ -62,7 +63,7 @@ class Freshness:
     checks: list[AnchorCheck] = field(default_factory=list)
     branch: OtherBranch | None = None   # set when written on a branch not in HEAD's history
     reanchored: CodeContext | None = None  # moved anchors re-captured where the code is now
-    checked: str = ""                   # the stored context these checks were made from
+    checked: CodeContext = NO_CODE      # the stored context these checks were made from
 
     @property
     def state(self) -> AnchorState | Literal[""]:
@@ -148,18 +149,17 @@ def _lines(text: str | None, where: str) -> tuple[int, int]:
     return start, end
 
 
-def merged(kept: str, incoming: str) -> str:
+def merged(a: CodeContext, b: CodeContext) -> CodeContext:
     """The code context of a memory merged with another: the anchors of both, the older
     branch (where the memory was first written)."""
-    a, b = CodeContext.parse(kept), CodeContext.parse(incoming)
     if not b:
-        return kept
+        return a
     if not a:
-        return incoming
+        return b
     anchors = list(a.anchors) + [x for x in b.anchors
                                  if all(y.where != x.where for y in a.anchors)]
     return CodeContext(tuple(anchors[:MAX_ANCHORS]), a.branch or b.branch,
-                       a.commit or b.commit).to_json()
+                       a.commit or b.commit)
 
 
 # -- when memories are recalled ------------------------------------------------------------------
@@ -171,7 +171,7 @@ def freshness(memories: list[Memory]) -> dict[int, Freshness]:
     repos: dict[str, Repo | None] = {}
     cache = FileCache()
     for m in memories:
-        context = CodeContext.parse(m.code) if m.code else None
+        context = m.code
         if not context:
             continue
         if m.workspace not in repos:

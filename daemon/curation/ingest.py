@@ -6,6 +6,7 @@ from datetime import datetime
 
 import numpy as np
 
+from ..core.anchors import NO_CODE, CodeContext
 from ..core.config import Settings
 from ..core.records import Memory, Origin, content_hash, utcnow
 from ..core.types import Category, OutcomeStatus, Scope
@@ -33,7 +34,7 @@ class Item:
     updated_at: datetime | None = None
     access_count: int = 0
     accessed_at: datetime | None = None
-    code: str = ""  # CodeContext JSON (core/anchors.py): anchors, branch
+    code: CodeContext = NO_CODE  # the anchors and branch it cites (core/anchors.py)
     # The scope the memory is to have: an item is a duplicate of, or merges into, only a
     # memory of that scope, so private text never reaches a shared file and a teammate's
     # file never joins a private memory. A memory this item creates takes the scope with

@@ -7,7 +7,6 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core.anchors import CodeContext
 from ..core.records import Memory
 from ..curation.freshness import Freshness, freshness, stale_report
 from ..search.ranking import Ranked, demote
@@ -47,7 +46,7 @@ def follow_moved_code(store: MemoryStore, found: Checks) -> None:
             m = store.catalog.get(memory_id)
             if m is None or m.code != f.checked or f.reanchored is None:
                 continue
-            updated.append((m.copy(code=f.reanchored.to_json()), None))
+            updated.append((m.copy(code=f.reanchored), None))
         if updated:
             store.commit(Changes(updated=updated))
 
@@ -65,7 +64,7 @@ def stale(ctx: CallContext, include_moved: bool) -> StaleReport:
     store = ctx.store
     with store.reading():
         anchored = [m for m in store.in_scope(ctx.workspace)
-                    if m.code and CodeContext.parse(m.code).anchors]
+                    if m.code.anchors]
     report, found = stale_report(anchored, include_moved)
     follow_moved_code(store, found)
     return StaleReport(report)

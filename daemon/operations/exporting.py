@@ -10,7 +10,6 @@ from typing import Any, cast
 
 from memnest_proto.version import VERSION
 
-from ..core.anchors import CodeContext
 from ..core.records import Memory, utcnow
 from ..storage.safe_files import Confined, write_file
 from ..store.changes import Edge
@@ -88,8 +87,8 @@ def memory_row(m: Memory, model: str, with_paths: bool) -> MemoryRow:
         "tags": list(m.tags), "importance": m.importance, "access_count": m.access_count,
         "created_at": _time(m.created_at), "updated_at": _time(m.updated_at),
         "accessed_at": _time(m.accessed_at), "embedding_model": m.embedding_model or model}
-    if m.code and CodeContext.parse(m.code):  # anchors are workspace-relative
-        code: dict[str, Any] = json.loads(m.code)
+    if m.code:  # anchors are workspace-relative
+        code: dict[str, Any] = json.loads(m.code.to_json())
         row["code"] = code
     if m.global_id:  # the name of its file in .memnest/shared/ (team/)
         row["scope"] = m.scope

@@ -113,7 +113,7 @@ def _admit(ctx: CallContext, entries: list[Entry], batch: bool) -> _Admitted:
                                where=f"items.{n}." if batch else "")
         out.items.append(Item(content, entry.category,
                               clean_tags(entry.tags, where, out.left_out),
-                              entry.importance, code=code.to_json(), scope=entry.scope))
+                              entry.importance, code=code, scope=entry.scope))
         out.indexes.append(n)
     return out
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from ..core.anchors import CodeContext
 from ..core.errors import invalid, not_found
 from ..core.records import Memory, content_hash, normalise_tags, utcnow
 from ..core.types import Category, Scope
@@ -153,14 +152,14 @@ def recode(workspace: str, m: Memory, change: Change, where: str) -> Result:
     anchor as the code reads now. Sets `m.code`; returns what the caller should hear."""
     if not change.touches_code:
         return Result(m.id, "updated")
-    context = CodeContext.parse(m.code)
+    context = m.code
     if change.anchors is not None or change.content is not None:
         context = written_context(workspace, m.content, change.anchors, keep=context,
                                   where=where)
     notes: list[str] = []
     if change.refresh_anchors:
         context, notes = refreshed(workspace, context)
-    m.code = context.to_json()
+    m.code = context
     return Result(m.id, "updated", [a.where for a in context.anchors], notes)
 
 

@@ -19,7 +19,7 @@ from memnest_proto.contract import CATEGORIES
 
 from ..code.files import AnchorError, clean_path
 from ..core import strict_json
-from ..core.anchors import MAX_CODE_JSON, CodeContext
+from ..core.anchors import MAX_CODE_JSON, NO_CODE, CodeContext
 from ..core.config import Settings
 from ..core.errors import invalid
 from ..core.records import from_iso
@@ -284,12 +284,12 @@ def parse_time(value: str | None, where: str) -> datetime | None:
         raise Bad(f"{where}: {value!r} is not an ISO 8601 time") from None
 
 
-def imported_code(value: dict[str, Any] | None, where: str) -> str:
+def imported_code(value: dict[str, Any] | None, where: str) -> CodeContext:
     """The code context of an imported memory, as memnest would have written it: anchors
     with a path that could leave the workspace are left out (they are checked against this
     workspace's files when recalled)."""
     if not value:
-        return ""
+        return NO_CODE
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     if len(text) > MAX_CODE_JSON:
         raise Bad(f"{where}: {len(text)} characters, over the limit of {MAX_CODE_JSON}")
@@ -301,7 +301,7 @@ def imported_code(value: dict[str, Any] | None, where: str) -> str:
         except AnchorError:
             continue
         anchors.append(anchor)
-    return CodeContext(tuple(anchors), context.branch, context.commit).to_json()
+    return CodeContext(tuple(anchors), context.branch, context.commit)
 
 
 # -- links, verdicts, counts -----------------------------------------------------------------

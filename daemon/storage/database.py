@@ -16,6 +16,7 @@ import ladybug as lb
 import numpy as np
 from ladybug.prepared_statement import PreparedStatement
 
+from ..core.anchors import CodeContext
 from ..core.records import Memory, content_hash
 from ..core.types import Category, Via
 from . import db_files, integrity, wal_recovery
@@ -540,7 +541,9 @@ def _single(result: lb.QueryResult | list[lb.QueryResult]) -> lb.QueryResult:
 
 
 def _params(m: Memory) -> Params:
-    return {c: getattr(m, c) for c in MEMORY_COLUMNS}
+    params = {c: getattr(m, c) for c in MEMORY_COLUMNS}
+    params["code"] = m.code.to_json()
+    return params
 
 
 UNKNOWN_TIME = datetime(1970, 1, 1)
@@ -563,5 +566,5 @@ def _memory(row: Sequence[Any]) -> Memory:
                   category, [intern(t) for t in tags or ()],
                   int(importance or 3), int(access_count or 0), intern(workspace or ""),
                   created_at, updated_at or created_at, accessed_at, intern(model or ""),
-                  via, intern(client or ""), session or "", code or "",
+                  via, intern(client or ""), session or "", CodeContext.parse(code or ""),
                   "shared" if scope == "shared" else "private", global_id or "")

@@ -12,6 +12,7 @@ import logging
 import os
 from datetime import datetime
 
+from ..core.anchors import CodeContext
 from ..core.records import Memory
 from .db_files import open_private
 
@@ -27,6 +28,7 @@ def _line(memories: list[Memory]) -> str:
         row = {f: getattr(m, f) for f in Memory.__slots__}
         for f in _TIMES:
             row[f] = None if row[f] is None else row[f].isoformat()
+        row["code"] = m.code.to_json()
         rows.append(row)
     return json.dumps(rows, ensure_ascii=False) + "\n"
 
@@ -36,6 +38,7 @@ def _memories(line: str) -> list[Memory]:
     for row in rows:
         for f in _TIMES:
             row[f] = None if row[f] is None else datetime.fromisoformat(row[f])
+        row["code"] = CodeContext.parse(row["code"])
     return [Memory(**row) for row in rows]
 
 

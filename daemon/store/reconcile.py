@@ -110,7 +110,8 @@ class _Pass:
             fixed["embedding_model"] = self.store.model
         fixed["embedding_model"] = fixed["embedding_model"] or ""
         if embed or fixed != values or old is None:
-            self.pending.append((Memory(**fixed), embed, list(old.tags) if old else []))
+            memory = Memory(**{**fixed, "code": CodeContext.parse(fixed["code"])})
+            self.pending.append((memory, embed, list(old.tags) if old else []))
 
     def _check(self, values: Row, old: Memory | None) -> None:
         """A row no tool could have left: refused, and the whole write with it."""

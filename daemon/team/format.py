@@ -137,9 +137,9 @@ def portable(a: Anchor) -> dict[str, Any]:
             if k not in _LOCAL and (k == "path" or v != getattr(default, k))}
 
 
-def shared_anchors(code: str) -> tuple[Anchor, ...]:
+def shared_anchors(code: CodeContext) -> tuple[Anchor, ...]:
     """A memory's anchors as they travel (and come back) through a shared file."""
-    return tuple(Anchor(**portable(a)) for a in CodeContext.parse(code).anchors)
+    return tuple(Anchor(**portable(a)) for a in code.anchors)
 
 
 def _anchors(value: object) -> tuple[Anchor, ...]:

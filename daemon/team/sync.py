@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from ..core.anchors import Anchor, CodeContext
+from ..core.anchors import NO_CODE, Anchor, CodeContext
 from ..core.config import Settings
 from ..core.records import Memory, Origin, content_hash
 from ..curation import admission
@@ -396,7 +396,7 @@ def _ingest(store: MemoryStore, workspace: str, settings: Settings, author: str,
     from each other, so they merge only with what was here before."""
     items = [Item(s.content, s.category, list(s.tags), s.importance,
                   created_at=s.created_at, updated_at=s.updated_at,
-                  code=_with_anchors("", s.anchors), scope="shared",
+                  code=_with_anchors(NO_CODE, s.anchors), scope="shared",
                   global_id=s.global_id) for s in members]
     return ingest(store, workspace, items, [vectors.of_new(s.content) for s in members],
                   settings, merge_into=before, origin=Origin("import", author, TEAM_SESSION))
@@ -453,9 +453,8 @@ def _brief(text: str) -> str:
     return text if len(text) <= 80 else text[:80] + "…"
 
 
-def _with_anchors(code: str, anchors: tuple[Anchor, ...]) -> str:
+def _with_anchors(code: CodeContext, anchors: tuple[Anchor, ...]) -> CodeContext:
     """The memory's code context with a teammate's anchors (its branch stays as it was)."""
     if shared_anchors(code) == tuple(anchors):
         return code
-    here = CodeContext.parse(code)
-    return CodeContext(tuple(anchors), here.branch, here.commit).to_json()
+    return CodeContext(tuple(anchors), code.branch, code.commit)

@@ -3,7 +3,7 @@ database, code that changed ranks lower, and memory_stale's review list."""
 from pathlib import Path
 
 import pytest
-from memnest_daemon.core.anchors import CodeContext
+from memnest_daemon.core.anchors import NO_CODE
 from memnest_daemon.operations import code_checks, recall
 from memnest_daemon.operations.recall import Query
 from memnest_daemon.operations.remember import Entry, remember
@@ -28,7 +28,7 @@ def _anchored(ctx, anchor: dict) -> int:
 
 
 def _lines(ctx, memory_id: int) -> list[tuple[int, int]]:
-    context = CodeContext.parse(ctx.store.catalog[memory_id].code)
+    context = ctx.store.catalog[memory_id].code
     return [(a.start, a.end) for a in context.anchors]
 
 
@@ -48,7 +48,7 @@ def test_rank_by_code_demotes_a_stale_memory_below_a_fresh_one(ctx):
     with ctx.store.reading():
         memory = ctx.store.catalog[stale_id]
     from memnest_daemon.search.ranking import Ranked
-    ranked = [Ranked(memory, 1.0, {}), Ranked(memory.copy(id=999, code=""), 0.9, {})]
+    ranked = [Ranked(memory, 1.0, {}), Ranked(memory.copy(id=999, code=NO_CODE), 0.9, {})]
     reordered, found = code_checks.rank_by_code(ranked, shown=2)
     assert [r.memory.id for r in reordered] == [999, stale_id]
     assert found[stale_id].state == "changed" and reordered[1].parts["code"] < 0

@@ -90,7 +90,7 @@ def test_admission_applies_to_imported_text(ctx):
     )).encode(), "f.json", ctx.settings)
     assert secret not in parsed.items[0].content and "not this" not in parsed.items[0].content
     assert "memories.0" in parsed.left_out.report(single=False)["privacy"]
-    anchors = json.loads(parsed.items[1].code)["anchors"]
+    anchors = json.loads(parsed.items[1].code.to_json())["anchors"]
     assert anchors == [{"path": "src/app.py"}]  # a path leaving the workspace is left out
 
 
