@@ -218,7 +218,7 @@ def _compare_file(anchor: Anchor, src: Source, repo: Repo | None, commit: str,
 
 # What changed between two versions of a file, by (old bytes' hash, new bytes' hash, path):
 # a changed file is checked on every recall, and git would run each time.
-_CHANGES: dict[tuple, "tuple[str, str] | None"] = {}
+_CHANGES: dict[tuple[str | bool, ...], "tuple[str, str] | None"] = {}
 _CHANGES_LOCK = threading.Lock()
 MAX_CHANGES = 512
 

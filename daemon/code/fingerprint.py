@@ -13,6 +13,7 @@ changed file can say which functions or classes changed, even with no old copy t
 """
 import hashlib
 import re
+from collections.abc import Iterable
 
 from .symbols import outline as definitions
 
@@ -159,5 +160,5 @@ def compare(old: str, now: dict[str, str]) -> tuple[list[str], list[str], list[s
     return changed, removed, added
 
 
-def _digest(parts) -> str:
+def _digest(parts: Iterable[str]) -> str:
     return hashlib.sha256("\n".join(parts).encode("utf-8", errors="surrogatepass")).hexdigest()

@@ -25,7 +25,7 @@ NEGATIVE_TTL = 2.0    # "not a repository" is believed this long (a `git init` i
 MAX_CACHED = 256
 _COMMIT = re.compile(r"[0-9a-f]{7,64}\Z")
 
-_Stamp = tuple
+_Stamp = tuple[object, ...]  # what HEAD depends on, only ever compared for equality
 
 
 class Repo:

@@ -88,7 +88,7 @@ def run_git(cwd: str, *args: str) -> tuple[int, bytes]:
     return code, b"".join(chunks)
 
 
-def _kill(process: subprocess.Popen) -> None:
+def _kill(process: subprocess.Popen[bytes]) -> None:
     """Git and anything it started (its own session): killed, and reaped."""
     try:
         os.killpg(process.pid, signal.SIGKILL)

@@ -92,7 +92,7 @@ def find_mentions(content: str) -> list[Mention]:
     return _deduplicated([m for _, m in sorted(found, key=lambda f: f[0])])
 
 
-def _symbol_mention(match: re.Match, path: str) -> Mention | None:
+def _symbol_mention(match: re.Match[str], path: str) -> Mention | None:
     name = match.group("quoted") or match.group("called") or ""
     for receiver in _RECEIVERS:
         if name.startswith(receiver):

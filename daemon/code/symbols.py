@@ -10,6 +10,7 @@ anything else ends where the indentation comes back, at most FALLBACK_LINES line
 A dotted name (`Client.send`) is looked up inside the body of the first part.
 """
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 
 FALLBACK_LINES = 60
@@ -80,7 +81,7 @@ def language(path: str) -> str:
 
 
 @lru_cache(maxsize=512)
-def _patterns(lang: str, name: str) -> tuple[tuple[re.Pattern, str, str], ...]:
+def _patterns(lang: str, name: str) -> tuple[tuple[re.Pattern[str], str, str], ...]:
     out = []
     for each in ((lang,) if lang else _ALL):
         for template, kind in _LANGUAGES[each][0]:
@@ -105,7 +106,7 @@ def find_definitions(lines: "tuple[str, ...] | list[str]", symbol: str,
     return sorted(set(found))
 
 
-def _definitions_in(lines, name: str, lang: str, lo: int,
+def _definitions_in(lines: Sequence[str], name: str, lang: str, lo: int,
                     hi: int) -> list[tuple[int, int]]:
     word = re.compile(r"(?<![\w$])" + re.escape(name) + r"(?![\w$])")
     patterns = _patterns(lang, name)
@@ -127,7 +128,7 @@ def _definitions_in(lines, name: str, lang: str, lo: int,
     return strong or weak
 
 
-def _body_follows(lines, i: int, column: int, lang: str) -> bool:
+def _body_follows(lines: Sequence[str], i: int, column: int, lang: str) -> bool:
     """After the parameters of a call-like line comes a body `{` (a definition) rather
     than `;`, an operator or the end of a statement (a call)."""
     text = "\n".join(lines[i:i + MAX_HEADER_LINES])
@@ -148,7 +149,7 @@ def _body_follows(lines, i: int, column: int, lang: str) -> bool:
     return False
 
 
-def _extent(lines, i: int, lang: str) -> int:
+def _extent(lines: Sequence[str], i: int, lang: str) -> int:
     if lang == "python" or (lang != "script" and lines[i].rstrip().endswith(":")):
         return _indented_extent(lines, i, python=True)
     end = _brace_extent(lines, i, _QUOTES.get(lang, "'\""))
@@ -159,7 +160,7 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
 
-def _indented_extent(lines, i: int, python: bool) -> int:
+def _indented_extent(lines: Sequence[str], i: int, python: bool) -> int:
     """The last line of a body that is indented deeper than its definition (Python, and the
     fallback): after the header's brackets close; blank and comment lines inside count,
     triple-quoted strings are read through whatever their indentation."""
@@ -201,7 +202,7 @@ _CONTINUES = re.compile(r"\s*(?:\{|\.|\)|=>|->|:|extends\b|implements\b|where\b|
                         r"with\b|requires\b)")
 
 
-def _brace_extent(lines, i: int, quotes: str) -> int | None:
+def _brace_extent(lines: Sequence[str], i: int, quotes: str) -> int | None:
     """The line where the body's braces balance, the line of a `;` ending a bodiless
     declaration, or None when no body starts (the caller falls back to indentation)."""
     n = len(lines)
@@ -249,7 +250,7 @@ def _brace_extent(lines, i: int, quotes: str) -> int | None:
     return min(n, i + MAX_BODY_LINES) - 1 if opened else None
 
 
-def _continued(lines, j: int) -> bool:
+def _continued(lines: Sequence[str], j: int) -> bool:
     """Whether the header goes on after line j (an operator at its end, or the next line
     starting with `{`, `extends`, `->`...)."""
     line = lines[j].rstrip()
@@ -323,7 +324,7 @@ def outline(lines: "tuple[str, ...] | list[str]",
     return out[:MAX_OUTLINED]
 
 
-def _last_code(lines, first: int, stop: int) -> int:
+def _last_code(lines: Sequence[str], first: int, stop: int) -> int:
     """The last non-blank line before `stop` (at least `first`)."""
     last = stop - 1
     while last > first and not lines[last].strip():
@@ -331,7 +332,7 @@ def _last_code(lines, first: int, stop: int) -> int:
     return last
 
 
-def _methods(lines, owner: str, lo: int, hi: int) -> list[tuple[str, int, int]]:
+def _methods(lines: Sequence[str], owner: str, lo: int, hi: int) -> list[tuple[str, int, int]]:
     """The defs one level inside a Python class body (lines lo..hi), each running until
     the next line as little indented."""
     starts: list[tuple[str, int]] = []

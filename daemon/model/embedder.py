@@ -7,6 +7,7 @@ import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from memnest_proto import paths
@@ -69,7 +70,7 @@ def prepare_offline_model_dir() -> Path:
     return target
 
 
-def _stop_spinning_after_runs(model) -> None:
+def _stop_spinning_after_runs(model: Any) -> None:  # fastembed's model: untyped
     """onnxruntime's worker threads keep spinning for a while after each run, in case more
     work follows at once. Between two searches it never does: the spinning burned more CPU
     than the embedding, on a core the search's ranking, the shim and the client were
@@ -151,7 +152,8 @@ class Embedder:
             out[i] = vectors[position]
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
-        return out / norms
+        unit: np.ndarray = out / norms
+        return unit
 
     def embed_one(self, text: str) -> np.ndarray:
         """One text's vector (read-only). Queries repeat (an agent re-asks, several windows
