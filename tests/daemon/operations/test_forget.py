@@ -1,19 +1,10 @@
 """operations/forget.py in process: what forget() returns and what the database keeps."""
-import pytest
 from memnest_daemon.operations.forget import forget
 from memnest_daemon.operations.remember import Entry, remember
 from memnest_daemon.store.changes import Changes
-from support import OperationContext
 
 TEXTS = ("The billing service retries webhooks three times with exponential backoff.",
          "The frontend is built with Vite and deployed to the CDN from the main branch.")
-
-
-@pytest.fixture
-def ctx(tmp_path):
-    context = OperationContext(tmp_path)
-    yield context
-    context.close()
 
 
 def _store(ctx, *texts: str) -> list[int]:

@@ -4,14 +4,7 @@ import pytest
 from memnest_daemon.core.errors import ToolError
 from memnest_daemon.operations.graph_view import gather_graph
 from memnest_daemon.operations.linking import Link, keep_separate, relate
-from support import OperationContext, stored_memories
-
-
-@pytest.fixture
-def ctx(tmp_path):
-    context = OperationContext(tmp_path)
-    yield context
-    context.close()
+from support import stored_memories
 
 
 def test_memories_topics_and_links_of_this_workspace_only(ctx):

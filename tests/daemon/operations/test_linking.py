@@ -13,18 +13,11 @@ from memnest_daemon.operations.linking import (
     unrelate,
 )
 from memnest_daemon.storage.database import RELATION_TYPES
-from support import OperationContext, stored_memories
+from support import stored_memories
 
 TEXTS = ("The billing service retries webhooks three times with exponential backoff.",
          "The frontend is built with Vite and deployed to the CDN from the main branch.",
          "Database migrations run from the deploy pipeline before the new pods start.")
-
-
-@pytest.fixture
-def ctx(tmp_path):
-    context = OperationContext(tmp_path)
-    yield context
-    context.close()
 
 
 def test_the_relation_type_names_what_the_database_holds():

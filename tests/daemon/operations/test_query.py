@@ -5,14 +5,7 @@ import pytest
 from memnest_daemon.core.errors import ToolError
 from memnest_daemon.operations.query import Ask, run_query
 from memnest_daemon.store.store import MemoryStore
-from support import OperationContext, stored_memories
-
-
-@pytest.fixture
-def ctx(tmp_path):
-    context = OperationContext(tmp_path)
-    yield context
-    context.close()
+from support import stored_memories
 
 
 def ask(query, **kw):

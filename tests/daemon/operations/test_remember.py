@@ -12,13 +12,6 @@ OTHER = "The billing service retries webhooks three times with exponential backo
 PROGRESS = "Updated src/components/Header.tsx to add the new logo and adjusted the padding."
 
 
-@pytest.fixture
-def ctx(tmp_path):
-    context = OperationContext(tmp_path)
-    yield context
-    context.close()
-
-
 def test_a_stored_entry_is_kept_with_its_fields_and_provenance(ctx):
     done = remember(ctx, [Entry(LESSON, "learning", ["Postgres", "ops"], 4)], batch=False)
     (outcome,) = done.outcomes

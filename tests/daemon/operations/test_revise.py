@@ -9,17 +9,9 @@ from memnest_daemon.core.records import content_hash
 from memnest_daemon.operations.remember import Entry, remember
 from memnest_daemon.operations.revise import Change, revise
 from memnest_daemon.store.changes import Changes
-from support import OperationContext
 
 WEBHOOKS = "The billing service retries webhooks three times with exponential backoff."
 FRONTEND = "The frontend is built with Vite and deployed to the CDN from the main branch."
-
-
-@pytest.fixture
-def ctx(tmp_path):
-    context = OperationContext(tmp_path)
-    yield context
-    context.close()
 
 
 def _store(ctx, *texts: str) -> list[int]:

@@ -1,16 +1,8 @@
 """operations/schema.py in process: the tables, columns, keys and row counts of the real
 database file, and the daemon's own indexes beside them."""
-import pytest
 from memnest_daemon.operations.linking import Link, relate
 from memnest_daemon.operations.schema import describe
-from support import OperationContext, stored_memories
-
-
-@pytest.fixture
-def ctx(tmp_path):
-    context = OperationContext(tmp_path)
-    yield context
-    context.close()
+from support import stored_memories
 
 
 def test_tables_columns_and_counts_are_the_files(ctx):

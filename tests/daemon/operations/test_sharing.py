@@ -7,17 +7,10 @@ import shutil
 import pytest
 from memnest_daemon.core.errors import ToolError
 from memnest_daemon.operations.sharing import share, sync_now
-from support import OperationContext, stored_memories
+from support import stored_memories
 
 TEXTS = ("The billing service retries webhooks three times with exponential backoff.",
          "The frontend is built with Vite and deployed to the CDN from the main branch.")
-
-
-@pytest.fixture
-def ctx(tmp_path):
-    context = OperationContext(tmp_path)
-    yield context
-    context.close()
 
 
 def _on_disk(ctx, relative: str) -> bool:

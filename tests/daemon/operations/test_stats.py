@@ -1,20 +1,11 @@
 """operations/stats.py in process: what a workspace holds and the census of the indexes,
 against what the database file holds."""
-import pytest
 from memnest_daemon.operations.remember import Entry, remember
 from memnest_daemon.operations.stats import stats
-from support import OperationContext
 
 TEXTS = ("The billing service retries webhooks three times with exponential backoff.",
          "The frontend is built with Vite and deployed to the CDN from the main branch.",
          "Database migrations run with alembic from the ops container, never by hand.")
-
-
-@pytest.fixture
-def ctx(tmp_path):
-    context = OperationContext(tmp_path)
-    yield context
-    context.close()
 
 
 def test_an_empty_workspace_counts_nothing_and_is_healthy(ctx):

@@ -9,18 +9,11 @@ from memnest_daemon.operations.exporting import export_memories
 from memnest_daemon.operations.importing import import_file
 from memnest_daemon.operations.linking import Link, keep_separate, relate
 from memnest_daemon.operations.transfer import FORMAT, SIGNATURE, parse_export
-from support import OperationContext, stored_memories
+from support import stored_memories
 
 TEXTS = ("The billing service retries webhooks three times with exponential backoff.",
          "The frontend is built with Vite and deployed to the CDN from the main branch.",
          "Database migrations run from the deploy pipeline before the new pods start.")
-
-
-@pytest.fixture
-def ctx(tmp_path):
-    context = OperationContext(tmp_path)
-    yield context
-    context.close()
 
 
 def _file(ctx, name: str, doc) -> str:

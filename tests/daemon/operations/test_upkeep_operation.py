@@ -1,7 +1,6 @@
 """operations/upkeep.py in process: reindex rebuilds from the database and counts; the check
 of everything derived finds damage, repairs what it can and says so as progress; a dream's
 dry run plans without writing, its gates hold unless forced."""
-import pytest
 from memnest_daemon.operations.upkeep import check_derived, consolidate, reindex
 from memnest_daemon.store.store import MemoryStore
 from support import OperationContext, stored_memories
@@ -9,13 +8,6 @@ from support import OperationContext, stored_memories
 TEXTS = ("The billing service retries webhooks three times with exponential backoff.",
          "The frontend is built with Vite and deployed to the CDN from the main branch.",
          "Database migrations run with alembic from the ops container, never by hand.")
-
-
-@pytest.fixture
-def ctx(tmp_path):
-    context = OperationContext(tmp_path)
-    yield context
-    context.close()
 
 
 def test_reindex_rebuilds_what_was_lost_and_counts(ctx):

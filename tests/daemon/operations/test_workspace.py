@@ -7,14 +7,7 @@ import pytest
 from memnest_daemon.core.errors import ToolError
 from memnest_daemon.operations.workspace import switch_workspace
 from memnest_daemon.store.registry import StoreRegistry
-from support import OperationContext, stored_memories
-
-
-@pytest.fixture
-def ctx(tmp_path):
-    context = OperationContext(tmp_path)
-    yield context
-    context.close()
+from support import stored_memories
 
 
 @pytest.fixture
