@@ -1,11 +1,43 @@
-"""The Cypher guard corpus (tests/test_cypher_guard.py, imported, not copied) runs here in
-full through the daemon: every destructive or forbidden entry is refused, every write entry is
-refused with read_only, unreadable text is invalid_argument, nothing is ever `internal`, and
-every memory survives the whole corpus."""
+"""The Cypher guard corpus (tests/cypher_corpus.py) through the daemon: a sample, then the
+whole corpus in one run: every destructive or forbidden entry is refused, every write entry
+is refused with read_only, unreadable text is invalid_argument, nothing is ever `internal`,
+and every memory survives the whole corpus."""
 import pytest
-
+from cypher_corpus import CORPUS, UNREADABLE, D, F, R, W
 from memnest_shims.client import ToolFailure
-from tests.test_cypher_guard import CORPUS, UNREADABLE, D, F, R, W
+
+
+def test_daemon_refuses_destructive_and_forbidden_queries(call):
+    stored = call("memory_store", items=[{"content": "The deploy script lives in ops/"},
+                                         {"content": "Releases are cut on Tuesdays",
+                                          "tags": ["release"]}])
+    ids = sorted(r["id"] for r in stored["results"])
+    for query in [q for q, kind, _ in CORPUS if kind in (D, F)][::3]:
+        with pytest.raises(ToolFailure) as refused:
+            call("memory_query", cypher_query=query)
+        assert refused.value.code == "permission_denied", (query, refused.value.message)
+    for query in [q for q, kind, _ in CORPUS if kind == W]:
+        with pytest.raises(ToolFailure) as refused:
+            call("memory_query", cypher_query=query, read_only=True)
+        assert refused.value.code == "permission_denied"
+    for query in UNREADABLE:
+        with pytest.raises(ToolFailure) as unreadable:
+            call("memory_query", cypher_query=query)
+        assert unreadable.value.code == "invalid_argument"
+    listed = call("memory_list")
+    assert sorted(m["id"] for m in listed["memories"]) == ids
+    assert call("memory_stats")["index_health"]["healthy"]
+
+
+def test_daemon_runs_reads_from_the_corpus(call):
+    call("memory_store", content="Keep DETACH DELETE out of production scripts",
+         tags=["safety"])
+    for query in [q for q, kind, _ in CORPUS if kind == R]:
+        out = call("memory_query", cypher_query=query, read_only=True)
+        assert out["kind"] == "read"
+    hit = call("memory_query", cypher_query="MATCH (m:Memory) WHERE m.content CONTAINS "
+               "'DETACH DELETE' RETURN m.id AS id")
+    assert hit["row_count"] == 1
 
 
 def test_whole_guard_corpus_through_the_daemon(call):
