@@ -1,8 +1,8 @@
-"""Centred cosine (issue 23): context ranking takes the corpus mean from the query and from
+"""Centred cosine: context ranking takes the corpus mean from the query and from
 every memory before comparing them (kept on the plain cosine's level), so a form every
 memory shares (a date and a speaker before each turn) stops bunching all cosines together.
-In process with hand-made vectors, then through the daemon with the real model, including
-hostile queries."""
+In process with hand-made vectors (hostile queries through the daemon:
+tests/test_search_through_daemon.py)."""
 import time
 
 import numpy as np
@@ -10,7 +10,6 @@ import pytest
 from memnest_daemon.search import indexes
 from memnest_daemon.search.indexes import VectorIndex
 from memnest_daemon.search.tuning import DEFAULT_TUNING
-from memnest_shims.errors import ToolFailure
 from support import rank_context as _rank, ranking_memory as _memory, ranking_store as _store
 
 DIM = 8
@@ -121,22 +120,6 @@ def test_a_shared_form_no_longer_outranks_the_content():
     assert plain[1] > plain[0]
     assert DEFAULT_TUNING.centre
     assert _rank(store, "unrelated words", query.astype(np.float32))[0].memory.id == 1
-
-
-def test_hostile_queries_get_answers_with_bounded_work(call):
-    call("memory_store", items=[{"content": f"[3 May 2023] Ann: note {i} about the lake "
-                                            f"trip and pottery class {i % 7}",
-                                 "tags": ["Ann"]} for i in range(150)])
-    many = " ".join(f"w{i}" for i in range(10_000))
-    with pytest.raises(ToolFailure, match="over the limit"):  # refused before any work
-        call("memory_search", query=many)
-    longest = " ".join(f"w{i} lake" for i in range(600))[:4000]
-    junk = ("\u202e\ufeff \U0001d518\U0001d52b\U0001d526 \u2603\u0301\u0301 " * 150)[:3990]
-    for query in (longest, junk + " lake", "\u00a0" * 50 + "pottery"):
-        started = time.perf_counter()
-        out = call("memory_search", query=query, top_k=5, explain=True)
-        assert time.perf_counter() - started < 20
-        assert out["results"] and all("vector" in r["explain"] for r in out["results"])
 
 
 def test_a_ten_thousand_word_query_ranks_in_bounded_time():

@@ -1,6 +1,6 @@
 """The pieces of the `context` fusion mode: query analysis, the index bookkeeping it relies on,
 neighbour context and term coverage (in process, with hand-made vectors so only the ranking
-logic is under test), and one ranking check end to end through the daemon."""
+logic is under test); through the daemon: tests/test_search_through_daemon.py."""
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -181,36 +181,6 @@ def test_context_is_the_default_fusion(monkeypatch):
 
 
 # -- end to end ------------------------------------------------------------------------------
-
-CONVERSATION = [
-    ("Melanie", "Hey Caroline! We went to a concert last night for my daughter's birthday."),
-    ("Caroline", "That sounds amazing, Mel! Who was performing?"),
-    ("Melanie", "Matt Patterson. His voice gave me chills the whole evening."),
-    ("Caroline", "I started volunteering at the youth center downtown."),
-    ("Melanie", "That is so kind of you. What do you do there?"),
-    ("Caroline", "Mostly mentoring teens and helping them with homework."),
-    ("Melanie", "My pottery class made bowls this week; mine came out lopsided."),
-    ("Caroline", "Lopsided bowls have character! Keep at it."),
-]
-
-
-def test_context_search_finds_the_answer_turn_through_the_daemon(call):
-    stored = call("memory_store", items=[{"content": f"[14 August 2023] {who}: {text}",
-                                          "tags": [who]} for who, text in CONVERSATION])
-    ids = [r["id"] for r in stored["results"]]
-    assert len(set(ids)) == len(CONVERSATION)
-    question = "Which singer did Melanie see at the birthday concert?"
-    default = call("memory_search", query=question, top_k=5, explain=True)
-    assert [r["id"] for r in default["results"]] == [
-        r["id"] for r in call("memory_search", query=question, top_k=5,
-                              fusion="context")["results"]]
-    top = [r["id"] for r in default["results"][:3]]
-    assert ids[2] in top                      # "Matt Patterson." answers it
-    parts = default["results"][0]["explain"]
-    assert {"vector", "keyword", "context", "importance", "recency"} <= set(parts)
-    for mode in ("legacy", "rrf"):            # the other modes stay selectable per call
-        assert call("memory_search", query=question, fusion=mode)["results"]
-
 
 def _reference_ranking(store, query: str, vector, flt) -> list[tuple[int, float, dict]]:
     """The context ranking written out memory by memory, as the module doc states it: what
