@@ -1,7 +1,8 @@
 """What a memory knows about the code it cites: its anchors, and the branch it was written on.
 
-Stored as one JSON text per memory (the Memory `code` column, "" for none) and read through
-`CodeContext.parse`, which caches: the same few texts are parsed once, not on every search.
+A Memory carries it parsed; it is stored as one JSON text per memory (the Memory `code`
+column, "" for none), parsed by `CodeContext.parse` where a row becomes a Memory and written by
+`to_json` where a Memory becomes a row.
 """
 import json
 from dataclasses import asdict, dataclass, field
@@ -49,6 +50,7 @@ class Anchor:
 
 @dataclass(frozen=True)
 class CodeContext:
+    """The anchors a memory cites and where it was written; falsy when there are none."""
     anchors: tuple[Anchor, ...] = ()
     branch: str = ""   # the git branch the memory was written on
     commit: str = ""   # HEAD then
@@ -56,18 +58,24 @@ class CodeContext:
     def __bool__(self) -> bool:
         return bool(self.anchors or self.branch or self.commit)
 
-    def to_json(self) -> str:
-        if not self:
-            return ""
+    def to_dict(self) -> dict[str, object]:
+        """The stored JSON's object: what an export file holds."""
         out: dict[str, object] = {"anchors": [_compact(asdict(a)) for a in self.anchors]}
         if self.branch:
             out["branch"] = self.branch
         if self.commit:
             out["commit"] = self.commit
-        return json.dumps(out, separators=(",", ":"), ensure_ascii=False)
+        return out
+
+    def to_json(self) -> str:
+        """The column's text: "" for none."""
+        if not self:
+            return ""
+        return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False)
 
     @staticmethod
     def parse(text: str) -> "CodeContext":
+        """The column's text as a context; text that does not parse reads as none."""
         return _parse(text or "")
 
 

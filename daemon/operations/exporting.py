@@ -88,8 +88,7 @@ def memory_row(m: Memory, model: str, with_paths: bool) -> MemoryRow:
         "created_at": _time(m.created_at), "updated_at": _time(m.updated_at),
         "accessed_at": _time(m.accessed_at), "embedding_model": m.embedding_model or model}
     if m.code:  # anchors are workspace-relative
-        code: dict[str, Any] = json.loads(m.code.to_json())
-        row["code"] = code
+        row["code"] = m.code.to_dict()
     if m.global_id:  # the name of its file in .memnest/shared/ (team/)
         row["scope"] = m.scope
         row["global_id"] = m.global_id
