@@ -1,6 +1,7 @@
 """A query-independent signal from the relations between memories: how central a memory is
 (PageRank) and which group it belongs to (Louvain communities). Computed by memory_dream,
 stored per memory, used by search as one weighted channel (MEMORY_GRAPH_WEIGHT)."""
+from .ranking import Ranked
 
 
 def compute_signal(edges: list[tuple[int, int]]) -> dict[int, tuple[float, int]]:
@@ -24,7 +25,8 @@ def compute_signal(edges: list[tuple[int, int]]) -> dict[int, tuple[float, int]]
     return {i: (ranks[i] / top, community_of[i]) for i in nodes}
 
 
-def boost(ranked: list, signal: dict[int, tuple[float, int]], weight: float) -> list:
+def boost(ranked: list[Ranked], signal: dict[int, tuple[float, int]],
+          weight: float) -> list[Ranked]:
     """Search's graph channel: a candidate gains up to `weight` for being central (PageRank)
     and for sharing a community with the best-ranked linked candidate. Re-sorts `ranked`."""
     if weight <= 0 or not signal or not ranked:

@@ -7,12 +7,14 @@ drift from the database.
 import math
 import re
 import threading
+from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 
 import numpy as np
 import tantivy
 
 from ..core.growable import grown
+from ..core.records import Memory
 from .corpus_mean import CorpusMean
 from .row_bound import RowBound
 from .term_table import TermTable
@@ -293,9 +295,13 @@ class Scores:
         return out
 
 
-def keyword_text(m) -> str:
+def keyword_text(m: Memory) -> str:
     """What the keyword index reads of a memory: its content and its tags."""
     return m.content + "\n" + " ".join(m.tags)
+
+
+# A memory's index terms analysed earlier from this very text, or None (analyse it again).
+KnownTerms = Callable[[int, str], Iterable[str] | None]
 
 
 class KeywordIndex:
@@ -336,11 +342,12 @@ class KeywordIndex:
     def ids(self) -> set[int]:
         return set(self._ids)
 
-    def upsert_many(self, docs, known_terms=None) -> None:
+    def upsert_many(self, docs: Iterable[Memory],
+                    known_terms: KnownTerms | None = None) -> None:
         """docs: iterable of Memory records. One commit for the lot. `known_terms(id, text)`
         may give a memory's terms analysed earlier from the same text (None: analyse it)."""
         with self._lock:
-            batch = {}
+            batch: dict[int, Iterable[str]] = {}
             for m in docs:
                 if m.id in self._ids:
                     self._writer.delete_documents_by_term("id", m.id)
@@ -355,7 +362,7 @@ class KeywordIndex:
             self.version += 1
             self._stage()
 
-    def remove_many(self, ids) -> None:
+    def remove_many(self, ids: Iterable[int]) -> None:
         with self._lock:
             gone = [memory_id for memory_id in ids if memory_id in self._ids]
             for memory_id in gone:

@@ -8,11 +8,13 @@ Here they are one gather each. The write path keeps them (store.py: `_indexed`,
 `_unindexed`); Memory objects are never changed in place once stored, so a write is the only
 way any of them can change. Id 0 is never a memory's id: its slots stay empty.
 """
+from collections.abc import Iterable, Mapping
 from operator import attrgetter
 
 import numpy as np
 
 from ..core.growable import grown
+from ..core.records import Memory
 from .timeline import all_microseconds
 
 COLUMNS = ("present", "importance", "updated_us", "words", "asks", "tagged")
@@ -24,7 +26,7 @@ def words(text: str) -> int:
 
 
 class MemoryColumns:
-    def __init__(self):
+    def __init__(self) -> None:
         self.present = np.zeros(64, dtype=bool)
         self.importance = np.zeros(64, dtype=np.int8)
         self.updated_us = np.zeros(64, dtype=np.int64)  # microseconds since 1970, UTC
@@ -33,7 +35,7 @@ class MemoryColumns:
         self.tagged = np.zeros(64, dtype=bool)
 
     @classmethod
-    def of(cls, memories) -> "MemoryColumns":
+    def of(cls, memories: Iterable[Memory]) -> "MemoryColumns":
         columns = cls()
         columns.put_many(memories)
         return columns
@@ -42,11 +44,14 @@ class MemoryColumns:
         for name in COLUMNS:
             setattr(self, name, grown(getattr(self, name), size))
 
-    def put_many(self, memories) -> None:
+    def put_many(self, memories: Iterable[Memory]) -> None:
         """Memories added or changed."""
-        memories = [m for m in memories if m.id > 0]  # 0 and below: not an id
-        if not memories:
+        kept = [m for m in memories if m.id > 0]  # 0 and below: not an id
+        if not kept:
             return
+        self._put(kept)
+
+    def _put(self, memories: list[Memory]) -> None:
         n = len(memories)
         ids = np.fromiter((m.id for m in memories), dtype=np.int64, count=n)
         self._grow(int(ids.max()) + 1)
@@ -59,12 +64,12 @@ class MemoryColumns:
         self.tagged[ids] = np.fromiter((bool(m.tags) for m in memories), dtype=bool, count=n)
         self.present[ids] = True
 
-    def remove_many(self, ids) -> None:
-        ids = np.fromiter((i for i in ids if 0 < i < len(self.present)), dtype=np.int64)
+    def remove_many(self, ids: Iterable[int]) -> None:
+        known = np.fromiter((i for i in ids if 0 < i < len(self.present)), dtype=np.int64)
         for name in COLUMNS:
-            getattr(self, name)[ids] = 0
+            getattr(self, name)[known] = 0
 
-    def differences(self, memories: dict) -> list[str]:
+    def differences(self, memories: Mapping[int, Memory]) -> list[str]:
         """The columns that differ from what `memories` (by id) say: verify.py gives the
         database's rows."""
         fresh = MemoryColumns.of(memories.values())

@@ -17,10 +17,12 @@ So each row of the table, once found, is kept, and a write changes only what it 
 Each row is what VectorIndex.search_many(vector, None, KEPT, min_score=floor) returns: at
 most KEPT (id, similarity) pairs, best first, ties by id. The memory itself is among them.
 """
+from collections.abc import Iterable, Mapping
+
 import numpy as np
 
 from ..core.growable import grown
-from .indexes import top_hits
+from .indexes import VectorIndex, top_hits
 
 KEPT = 11  # a memory's ten nearest others, and itself
 # A write of n vectors into an index of N rows compares n x N pairs to keep every row;
@@ -95,7 +97,7 @@ class NeighbourTable:
         if not 0 < row < len(self.known) or not self.known[row]:
             return None
         try:
-            return self.ids[row, :self.count[row]].tolist().index(other_id)
+            return int(self.ids[row, :self.count[row]].tolist().index(other_id))
         except ValueError:
             return None
 
@@ -104,7 +106,8 @@ class NeighbourTable:
         placed = np.arange(KEPT)[None, :] < self.count[:, None]
         open_entries = placed & (self.verdicts == UNKNOWN) & \
             (self.ids != np.arange(len(self.known))[:, None])
-        return np.flatnonzero(self.known & open_entries.any(axis=1))[:limit].tolist()
+        rows: list[int] = np.flatnonzero(self.known & open_entries.any(axis=1))[:limit].tolist()
+        return rows
 
     def put(self, memory_id: int, hits: list[tuple[int, float]]) -> None:
         if memory_id <= 0 or len(hits) > KEPT:
@@ -139,15 +142,15 @@ class NeighbourTable:
         out[inside] = self.known[ids[inside]]
         return out
 
-    def listing(self, ids) -> np.ndarray:
+    def listing(self, ids: Iterable[int]) -> np.ndarray:
         """The known rows (memory ids) that list any of `ids`."""
-        ids = np.fromiter(ids, dtype=np.int64)
-        if not len(ids) or not self.known.any():
+        wanted = np.fromiter(ids, dtype=np.int64)
+        if not len(wanted) or not self.known.any():
             return np.zeros(0, dtype=np.int64)
         placed = np.arange(KEPT)[None, :] < self.count[:, None]
-        return np.flatnonzero(self.known & (np.isin(self.ids, ids) & placed).any(axis=1))
+        return np.flatnonzero(self.known & (np.isin(self.ids, wanted) & placed).any(axis=1))
 
-    def update(self, index, moved: list[int], removed: list[int],
+    def update(self, index: VectorIndex, moved: list[int], removed: list[int],
                keep_rows: bool = False) -> list[int]:
         """After a write (write lock held): `moved` memories have new vectors in `index` (a
         VectorIndex), `removed` ones are gone. The rows of `moved` are found from the same
@@ -157,7 +160,7 @@ class NeighbourTable:
         written = [i for i in dict.fromkeys(moved + removed) if i > 0]
         if not written or not (self.known.any() or keep_rows):
             return []  # a table nobody fills (a database shared by workspaces)
-        touched = set()
+        touched: set[int] = set()
         for row in self.listing(written).tolist():
             touched.add(row)
             n = int(self.count[row])
@@ -184,7 +187,7 @@ class NeighbourTable:
                 touched.update(self._enter(index, moved))
         return sorted(touched)
 
-    def _enter(self, index, moved: list[int]) -> set[int]:
+    def _enter(self, index: VectorIndex, moved: list[int]) -> set[int]:
         """Find the rows of `moved` and put each of them into every known row it now belongs
         in, from one product of their vectors with the matrix."""
         ids, matrix = index.rows()
@@ -201,7 +204,7 @@ class NeighbourTable:
         own: set[int] = set()
         for first in range(0, len(moved), CHUNK):
             chunk = np.array(moved[first:first + CHUNK], dtype=np.int64)
-            vectors = np.stack([index.vector(i) for i in chunk.tolist()])
+            vectors = np.stack([_indexed_vector(index, i) for i in chunk.tolist()])
             # chunk x rows, contiguous (each memory's own row is read from it in full); for
             # many vectors the other order of the product is faster and needs no copy
             scores = vectors @ matrix.T if len(chunk) >= MANY_VECTORS else \
@@ -258,7 +261,7 @@ class NeighbourTable:
                                 np.array(self.rule, dtype=np.int64))))
 
     @classmethod
-    def from_state(cls, state: dict) -> "NeighbourTable | None":
+    def from_state(cls, state: Mapping[str, np.ndarray]) -> "NeighbourTable | None":
         """The table state() saved, or None if this is not one."""
         try:
             table = cls(float(state["neighbour_floor"]), int(state.get("neighbour_rule", 0)))
@@ -282,3 +285,10 @@ class NeighbourTable:
         """Verdicts recorded under another value rule are found again when asked."""
         self.verdicts[:] = UNKNOWN
         self.rule = rule
+
+
+def _indexed_vector(index: VectorIndex, memory_id: int) -> np.ndarray:
+    """The vector of a memory update() found in the index (it enters no other)."""
+    vector = index.vector(memory_id)
+    assert vector is not None, memory_id
+    return vector

@@ -22,16 +22,22 @@ importance. Three fusion modes (MEMORY_FUSION):
 bench/locomo.py measures them; bench/RESULTS.md#retrieval-quality.
 """
 import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import partial
 from itertools import repeat
+from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from ..core.growable import grown
 from ..core.records import Memory, utcnow
+from .indexes import KeywordIndex, Scores, VectorIndex
+from .memory_columns import MemoryColumns
 from .query_analysis import QueryAnalysis, analyse
-from .timeline import all_microseconds
+from .timeline import Timeline, all_microseconds
 from .tuning import DEFAULT_TUNING, ContextTuning
 
 DEFAULT_FUSION = "context"
@@ -71,30 +77,67 @@ class SearchFilter:
                 and (self.client is None or m.origin_client == self.client))
 
 
+# A filter's scope by its key, kept per store version (scope_ids).
+ScopeAnswers = dict[tuple[object, ...], frozenset[int] | None]
+# What a candidate's score is made of, by part ("vector", "keyword", "recency", ...).
+ScoreParts = dict[str, float]
+# The census of one search, for explain (search_census): counts, nested by channel.
+Census = dict[str, Any]
+
+
+class RankingStore(Protocol):
+    """What ranking reads from the store (store.MemoryStore): the catalog, both indexes, the
+    timeline and columns, and the scopes it keeps per store version."""
+    scopes: tuple[int, ScopeAnswers]
+
+    @property
+    def catalog(self) -> Mapping[int, Memory]: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def per_workspace(self) -> Mapping[str, int]: ...
+    @property
+    def vectors(self) -> VectorIndex: ...
+    @property
+    def keywords(self) -> KeywordIndex: ...
+    @property
+    def timeline(self) -> Timeline: ...
+    @property
+    def columns(self) -> MemoryColumns: ...
+
+
+class Supersession(Protocol):
+    """What demote_superseded reads from the graph mirror (store.graph.Graph)."""
+    def any_superseded(self, ids: Iterable[int]) -> bool: ...
+    def superseded_by(self, memory_id: int) -> list[int]: ...
+    def supersession_cycle(self, memory_id: int) -> list[int] | None: ...
+
+
 class Ranked:
     """A candidate and its score; `parts`, what the score is made of, is worked out when
     first read (explain, and the few candidates a later step adjusts): a ranking builds
     hundreds of candidates to show ten."""
     __slots__ = ("memory", "score", "_parts", "_explain")
 
-    def __init__(self, memory: Memory, score: float, parts: dict | None = None,
-                 explain=None):
+    def __init__(self, memory: Memory, score: float, parts: ScoreParts | None = None,
+                 explain: Callable[[], ScoreParts] | None = None):
         self.memory, self.score, self._parts, self._explain = memory, score, parts, explain
 
     @property
-    def parts(self) -> dict:
+    def parts(self) -> ScoreParts:
         if self._parts is None:
+            assert self._explain is not None  # built with one or the other
             self._parts, self._explain = self._explain(), None
         return self._parts
 
 
-def _recency(m: Memory, now) -> float:
+def _recency(m: Memory, now: datetime) -> float:
     age_days = max(0.0, (now - m.updated_at).total_seconds() / 86400.0)
     return math.pow(0.5, age_days / RECENCY_HALF_LIFE_DAYS)
 
 
 def fuse(vector_hits: list[tuple[int, float]], keyword_hits: list[tuple[int, float]],
-         catalog: dict[int, Memory], mode: str, rrf_k: int) -> list[Ranked]:
+         catalog: Mapping[int, Memory], mode: str, rrf_k: int) -> list[Ranked]:
     if mode == "rrf":
         vec = {i: (rrf_k + 1) / (rrf_k + rank) for rank, (i, _) in enumerate(vector_hits, 1)}
         kw = {i: (rrf_k + 1) / (rrf_k + rank) for rank, (i, _) in enumerate(keyword_hits, 1)}
@@ -103,7 +146,7 @@ def fuse(vector_hits: list[tuple[int, float]], keyword_hits: list[tuple[int, flo
         best = max((s for _, s in keyword_hits), default=0.0)
         kw = {i: s / best for i, s in keyword_hits} if best > 0 else {}
     now = utcnow()
-    ranked = []
+    ranked: list[Ranked] = []
     for memory_id in vec.keys() | kw.keys():
         m = catalog.get(memory_id)
         if m is None:
@@ -119,8 +162,8 @@ def fuse(vector_hits: list[tuple[int, float]], keyword_hits: list[tuple[int, flo
     return ranked
 
 
-def rank(store, query: str, query_vector, flt: SearchFilter, pool: int, mode: str,
-         rrf_k: int, census: dict | None = None,
+def rank(store: RankingStore, query: str, query_vector: npt.NDArray[np.float32],
+         flt: SearchFilter, pool: int, mode: str, rrf_k: int, census: Census | None = None,
          tuning: ContextTuning = DEFAULT_TUNING) -> list[Ranked]:
     """Every candidate the two channels find for `query` within the filter, best first.
     Call with the store's read lock held. Given a `census` dict (explain), fills it with
@@ -141,9 +184,10 @@ def rank(store, query: str, query_vector, flt: SearchFilter, pool: int, mode: st
     return ranked
 
 
-def search_census(store, flt: SearchFilter, allowed: frozenset[int] | None, pool: int,
+def search_census(store: RankingStore, flt: SearchFilter, allowed: frozenset[int] | None, pool: int,
                   vector_hits: list[tuple[int, float]], keyword_found: list[tuple[int, float]],
-                  keyword_hits: list[tuple[int, float]], kept: int, neighbours: int) -> dict:
+                  keyword_hits: list[tuple[int, float]], kept: int,
+                  neighbours: int) -> Census:
     """What one search considered, for explain: the corpus and the scope it searched, each
     channel's candidates, how many the filters dropped, and whether the vector channel could
     reach every memory in scope. Costs a pass over the scope: only explain asks for it."""
@@ -181,7 +225,7 @@ def search_census(store, flt: SearchFilter, allowed: frozenset[int] | None, pool
     }
 
 
-def demote(ranked: list, factors: dict[int, float], part: str) -> list:
+def demote(ranked: list[Ranked], factors: dict[int, float], part: str) -> list[Ranked]:
     """Scale the scores of the memories in `factors` (id -> share kept), recording what it
     took in `part`, and sort again."""
     changed = False
@@ -196,7 +240,7 @@ def demote(ranked: list, factors: dict[int, float], part: str) -> list:
     return ranked
 
 
-def demote_superseded(graph, ranked: list) -> list:
+def demote_superseded(graph: Supersession, ranked: list[Ranked]) -> list[Ranked]:
     """A memory another one supersedes ranks at half its score, unless the two are caught
     in a SUPERSEDES cycle: then nobody knows which is current, and none is demoted."""
     if not graph.any_superseded(r.memory.id for r in ranked):
@@ -211,7 +255,7 @@ def demote_superseded(graph, ranked: list) -> list:
 SCOPES_KEPT = 64  # filters whose scope is kept per store version
 
 
-def scope_ids(store, flt: SearchFilter) -> frozenset[int] | None:
+def scope_ids(store: RankingStore, flt: SearchFilter) -> frozenset[int] | None:
     """The ids the filter admits, or None when it admits every memory. (Only narrows what
     the channels look at: every candidate is checked against the filter again.)"""
     catalog = store.catalog
@@ -247,7 +291,8 @@ class _Evidence:
     the share of the query's terms (IDF-weighted) found in it and its neighbours, and whether
     the query names one of its tags. Arrays in, arrays out: a thousand memories per query."""
 
-    def __init__(self, store, q: QueryAnalysis, scores, keyword: dict[int, float],
+    def __init__(self, store: RankingStore, q: QueryAnalysis, scores: Scores,
+                 keyword: dict[int, float],
                  tuning: ContextTuning = DEFAULT_TUNING):
         """`scores`: the query's indexes.Scores; `keyword`: normalised BM25 by id."""
         self.store, self.q, self.scores, self.keyword = store, q, scores, keyword
@@ -261,7 +306,7 @@ class _Evidence:
         self.idf_total = sum(self.weights)
         self.tag_named: dict[str, bool] = {}
         # per pass of 64 terms: which memories were looked up, and their bits (by id)
-        self._known: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._known: dict[int, tuple[npt.NDArray[np.bool_], npt.NDArray[np.uint64]]] = {}
         # base() by id: ranking asks about the first candidates twice (own score, then as
         # part of every candidate's window)
         self._done = np.zeros(0, dtype=bool)
@@ -323,7 +368,7 @@ class _Evidence:
                 covered = covered + weight * ((seen >> np.uint64(j)) & np.uint64(1))
         return covered
 
-    def _bits(self, first: int, ids: np.ndarray) -> np.ndarray:
+    def _bits(self, first: int, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
         """Which of the query's terms first..first+63 each of `ids` contains (one bit each),
         asking the term table only about memories this query has not asked about yet."""
         known = self._known.get(first)
@@ -358,8 +403,8 @@ class _Evidence:
         return out
 
 
-def rank_context(store, q: QueryAnalysis, query_vector, flt: SearchFilter,
-                 pool: int, census: dict | None = None,
+def rank_context(store: RankingStore, q: QueryAnalysis, query_vector: npt.NDArray[np.float32],
+                 flt: SearchFilter, pool: int, census: Census | None = None,
                  tuning: ContextTuning = DEFAULT_TUNING) -> list[Ranked]:
     catalog, keywords = store.catalog, store.keywords
     allowed = scope_ids(store, flt)
@@ -435,7 +480,7 @@ def _form(words: np.ndarray, asks: np.ndarray, tuning: ContextTuning) -> np.ndar
     return tuning.length * size - tuning.question * asks.astype(np.float64)
 
 
-def _parts_of(columns: dict[str, np.ndarray], j: int) -> dict:
+def _parts_of(columns: dict[str, np.ndarray], j: int) -> ScoreParts:
     """Candidate j's score in parts (a tag part only where the query named a tag)."""
     found = {name: float(values[j]) for name, values in columns.items()}
     if found.get("tag") == 0.0:

@@ -19,7 +19,7 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 class TermTable:
     COMPACT_SLACK = 65536  # dead entries tolerated beyond as many as are live
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._vocabulary: dict[str, int] = {}
         self._words: list[str] = []
         self._flat = np.zeros(1024, dtype=np.int32)  # every segment, end to end
@@ -92,7 +92,9 @@ class TermTable:
         if total == 0:
             return _EMPTY
         offsets = np.cumsum(counts) - counts  # where each segment starts in the result
-        return self._flat[np.arange(total) + np.repeat(self._start[ids] - offsets, counts)]
+        segments: np.ndarray = \
+            self._flat[np.arange(total) + np.repeat(self._start[ids] - offsets, counts)]
+        return segments
 
     def frequency(self, term: str) -> int:
         """How many memories contain `term`."""

@@ -7,11 +7,13 @@ are one gather from an array that is rebuilt (a few numpy passes, no Python loop
 memory is added, removed or moved. Id 0 is never a memory's id, so 0 means "no neighbour"
 and its slots stay empty in every array.
 """
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 import numpy as np
 
 from ..core.growable import grown
+from ..core.records import Memory
 
 NO_WORKSPACE = -1
 _EPOCH = datetime(1970, 1, 1)
@@ -27,7 +29,7 @@ def all_microseconds(times: list[datetime]) -> np.ndarray:
 
 
 class Timeline:
-    def __init__(self):
+    def __init__(self) -> None:
         self._created = np.zeros(64, dtype=np.int64)                 # microseconds
         self._workspace = np.full(64, NO_WORKSPACE, dtype=np.int32)  # code, or NO_WORKSPACE
         self._codes: dict[str, int] = {}
@@ -35,16 +37,18 @@ class Timeline:
         self._neighbours: tuple[tuple[int, int], np.ndarray] | None = None
 
     @classmethod
-    def of(cls, memories) -> "Timeline":
+    def of(cls, memories: Iterable[Memory]) -> "Timeline":
         timeline = cls()
         timeline.put_many(memories)
         return timeline
 
-    def put_many(self, memories) -> None:
+    def put_many(self, memories: Iterable[Memory]) -> None:
         """Memories added or changed (only a new id, workspace or time changes neighbours)."""
-        memories = [m for m in memories if m.id > 0]  # 0 and below: not an id
-        if not memories:
-            return
+        kept = [m for m in memories if m.id > 0]  # 0 and below: not an id
+        if kept:
+            self._put(kept)
+
+    def _put(self, memories: list[Memory]) -> None:
         ids = np.fromiter((m.id for m in memories), dtype=np.int64, count=len(memories))
         self._created = grown(self._created, int(ids.max()) + 1)
         self._workspace = grown(self._workspace, int(ids.max()) + 1, NO_WORKSPACE)
@@ -56,7 +60,7 @@ class Timeline:
             self._workspace[ids], self._created[ids] = workspace, created
             self._changed = True
 
-    def remove_many(self, ids) -> None:
+    def remove_many(self, ids: Iterable[int]) -> None:
         for memory_id in ids:
             if 0 < memory_id < len(self._workspace) and \
                     self._workspace[memory_id] != NO_WORKSPACE:

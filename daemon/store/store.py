@@ -23,6 +23,7 @@ from ..search.hash_table import HashTable
 from ..search.indexes import KeywordIndex, VectorIndex, keyword_text
 from ..search.memory_columns import MemoryColumns
 from ..search.neighbour_table import NeighbourTable
+from ..search.ranking import ScopeAnswers
 from ..search.timeline import Timeline
 from ..storage import vector_snapshot
 from ..storage.database import Database
@@ -43,8 +44,6 @@ Embed = Callable[[list[str]], np.ndarray]
 # memories as they were, the ids that lost links to them): the team layer rewrites shared
 # memories' files there.
 AfterCommit = Callable[["MemoryStore", Changes, list[Memory], set[int]], None]
-# search.ranking.scope_ids's answers: a filter's key -> the ids it admits (None: all)
-ScopeAnswers = dict[tuple[object, ...], frozenset[int] | None]
 
 
 class MemoryStore:
