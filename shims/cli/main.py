@@ -9,13 +9,13 @@ import sys
 
 from memnest_proto.version import VERSION
 
-from .commands import config, daemon, hook, memories, service, team, tls, transfer, upkeep
+from .commands import config, daemon, hook, memories, service, team, tls, transfer, ui, upkeep
 from .common import Command, HelpWithDefaults, run
 
-GROUPS = (daemon, memories, team, transfer, service, config, hook, upkeep, tls)
+GROUPS = (daemon, memories, team, transfer, service, config, hook, upkeep, tls, ui)
 # The order `memnest-ctl --help` lists them in; a command not named here comes last.
 LISTED = ("status", "start", "stop", "stats", "store", "relate", "unrelate", "keep-separate",
-          "share", "sync", "search", "show", "stale", "export", "import", "service", "config",
+          "share", "sync", "search", "show", "stale", "ui", "export", "import", "service", "config",
           "hook", "logs", "dream", "reindex", "verify", "tls", "doctor")
 
 

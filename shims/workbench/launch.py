@@ -1,0 +1,46 @@
+"""Serve the workbench: a socket on loopback (a free port unless one is asked), the address
+with its key as the first line of output, the browser opened on a key of its own."""
+import socket
+import sys
+import webbrowser
+from typing import TextIO
+
+import uvicorn
+
+from ..client import DaemonClient
+from .app import build
+from .daemon_link import CLIENT_NAME, DaemonLink
+from .guard import LAUNCH_PARAMETER, Keys
+
+HOST = "127.0.0.1"
+
+
+def listening_socket(port: int) -> socket.socket:
+    """Bound to loopback only; port 0 lets the system pick a free one."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((HOST, port))
+    sock.listen(64)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(workspace: str, db_path: str = "", port: int = 0, open_browser: bool = True,
+          out: TextIO = sys.stdout) -> None:
+    client = DaemonClient(client_name=CLIENT_NAME)
+    client.ensure_running()
+    sock = listening_socket(port)
+    bound = sock.getsockname()[1]
+    keys = Keys()
+    base = f"http://{HOST}:{bound}/"
+    print(f"{base}?{LAUNCH_PARAMETER}={keys.launch}", file=out, flush=True)
+    print(f"memnest workbench for {workspace}; Ctrl-C stops it", file=out, flush=True)
+    if open_browser:
+        webbrowser.open(f"{base}?{LAUNCH_PARAMETER}={keys.opener}")
+    app = build(DaemonLink(client, workspace, db_path), keys, bound)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                            server_header=False, date_header=False)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        client.close()
