@@ -24,7 +24,8 @@ NOTICES: Final = {
     "saved": "Saved.", "forgot": "Forgotten.", "shared": "Shared with the team.",
     "unshared": "No longer shared.", "kept": "Marked as reviewed.",
     "separate": "Recorded: both hold.", "superseded": "Recorded which one replaces the other.",
-    "merged": "Merged.", "refreshed": "Anchored to the code as it is now.", "synced": "Synced with the team's files.",
+    "merged": "Merged.", "refreshed": "Anchored to the code as it is now.",
+    "synced": "Synced with the team's files.",
 }
 # The words a search matched, to say why a memory came back.
 _WORD = re.compile(r"\w{3,}", re.UNICODE)
