@@ -4,7 +4,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from support import Daemon, TeamSide, git
+from support import CHROMIUM, Daemon, TeamSide, git, install_chromium
 
 
 @pytest.fixture(scope="session")
@@ -58,3 +58,12 @@ def team(tmp_path):
     yield a, b
     a.stop()
     b.stop()
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Debian's Chromium (with its chromedriver), installed once per session when missing."""
+    why_not = install_chromium()
+    if why_not:
+        pytest.skip(why_not)
+    return CHROMIUM

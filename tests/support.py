@@ -3,6 +3,7 @@ memnest-mcp shim driven by the MCP SDK's stdio client, direct edits of LadybugDB
 reading tool results. conftest.py turns these into fixtures."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -331,3 +332,77 @@ class TeamSide:
     def stop(self) -> None:
         self.client.close()
         self.daemon.stop()
+
+
+# -- a real browser ------------------------------------------------------------------------
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+# Debian's packages of the two, installed by install_chromium when they are missing.
+CHROMIUM_PACKAGES = {CHROMIUM: "chromium", CHROMEDRIVER: "chromium-driver"}
+# Chromium with nothing of its own on the network: this machine's network refuses it.
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                  "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--disable-default-apps",
+                  "--disable-extensions", "--no-default-browser-check"]
+
+
+def install_chromium() -> str | None:
+    """Debian's chromium and chromium-driver, installed with apt-get when missing and running
+    as root; the reason they cannot be, or None once both are there."""
+    missing = [package for path, package in CHROMIUM_PACKAGES.items() if not os.path.exists(path)]
+    if not missing:
+        return None
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        return (f"{', '.join(missing)} not installed and this is not root on a Debian-like "
+                f"system to install them (apt-get install {' '.join(missing)})")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    wait = ["-o", "DPkg::Lock::Timeout=600"]
+    for command in (["apt-get", *wait, "update", "-q"],
+                    ["apt-get", *wait, "install", "-y", "-q", *missing]):
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} failed:\n{done.stdout[-2000:]}"
+                               f"\n{done.stderr[-2000:]}")
+    gone = [path for path in CHROMIUM_PACKAGES if not os.path.exists(path)]
+    if gone:
+        raise RuntimeError(f"apt-get installed {' '.join(missing)}, but {gone} are missing")
+    return None
+
+
+def selenium_chrome(width: int = 1280, height: int = 900):
+    """Chromium driven by Selenium through Debian's chromedriver; nothing is downloaded
+    (Selenium's own driver manager is never asked)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in [*CHROMIUM_FLAGS, f"--window-size={width},{height}"]:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+
+
+class Workbench:
+    """`memnest-ctl ui --no-browser` for a workspace, run against a test daemon; `url` is the
+    address with its key, as the command printed it."""
+
+    def __init__(self, daemon: "Daemon", workspace: Path):
+        self.proc = subprocess.Popen(
+            [str(BIN / "memnest-ctl"), "ui", "--no-browser", "--workspace", str(workspace)],
+            env=daemon.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        self.url = self.proc.stdout.readline().strip()
+        if not self.url.startswith("http://127.0.0.1:"):
+            self.proc.kill()
+            raise RuntimeError(f"memnest-ctl ui printed {self.url!r}: {self.proc.stderr.read()}")
+        self.base = self.url.split("?")[0].rstrip("/")
+        self.port = int(self.base.rsplit(":", 1)[1])
+        self.key = self.url.split("key=", 1)[1]
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()

@@ -7,7 +7,6 @@ import json
 import os
 import queue
 import re
-import shutil
 import subprocess
 import threading
 import time
@@ -19,7 +18,6 @@ import pytest
 from support import error_text, result_json
 from memnest_shims.client import ToolFailure
 
-CHROMIUM = "/usr/bin/chromium"
 # No network at all: the page is a file:// URL, every background service is off, names do
 # not resolve and any HTTP request would go to a dead proxy.
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -36,27 +34,6 @@ HOSTILE = [
     ("Broken tag " + MARKER_IMG + " and more", ["deploy"]),
     ("Odd text " + MARKER_COMMENT + " \u2028 line \u2029 para & ampersand", ["ops"]),
 ]
-
-
-@pytest.fixture(scope="session")
-def chromium():
-    """The Chromium binary, installed once per session with apt-get when missing (as root)."""
-    if not os.path.exists(CHROMIUM):
-        if os.geteuid() != 0 or not shutil.which("apt-get"):
-            pytest.skip("chromium is not installed and this is not root on a Debian-like "
-                        "system to install it (apt-get install chromium)")
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        wait = ["-o", "DPkg::Lock::Timeout=600"]
-        for command in (["apt-get", *wait, "update", "-q"],
-                        ["apt-get", *wait, "install", "-y", "-q", "chromium"]):
-            done = subprocess.run(command, env=env, capture_output=True, text=True,
-                                  timeout=1800)
-            if done.returncode != 0:
-                pytest.fail(f"{' '.join(command)} failed:\n{done.stdout[-2000:]}"
-                            f"\n{done.stderr[-2000:]}")
-        if not os.path.exists(CHROMIUM):
-            pytest.fail("apt-get installed chromium, but /usr/bin/chromium is missing")
-    return CHROMIUM
 
 
 class DevTools:

@@ -1,0 +1,190 @@
+"""memnest-ctl ui in a real browser: Debian's Chromium driven by Selenium against the real
+workbench process, over a real daemon. Whatever the browser changes is then read back through
+the real MCP shim (memory_get, memory_search) and again after the daemon restarts."""
+import os
+from pathlib import Path
+
+import anyio
+import pytest
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from support import ROOT, Workbench, result_json, selenium_chrome
+
+pytestmark = pytest.mark.timeout(1800)  # the first use may install Chromium with apt-get
+# MEMNEST_SCREENSHOTS=1 writes the README's pictures of the main views.
+SHOTS = ROOT / "docs" / "images" if os.environ.get("MEMNEST_SCREENSHOTS") else None
+
+SEED = [
+    {"content": "We deploy with blue-green switches, never on Fridays", "category": "decision",
+     "tags": ["deploy"], "importance": 4},
+    {"content": "The billing service retries a failed charge three times", "tags": ["billing"]},
+    {"content": "Use ruff for linting and keep lines under 100 characters",
+     "category": "preference", "tags": ["style"]},
+    {"content": "The staging database is rebuilt every Monday from a snapshot",
+     "tags": ["staging", "database"]},
+]
+
+
+@pytest.fixture
+def bench(fresh_daemon, workspace, chromium):
+    """A daemon with SEED stored, the workbench over it, and a browser signed in."""
+    fresh_daemon.start()
+    client = fresh_daemon.client()
+    stored = client.call_tool("memory_store", {"items": SEED}, str(workspace))
+    ids = [r["id"] for r in stored["results"]]
+    ui = Workbench(fresh_daemon, workspace)
+    browser = selenium_chrome()
+    browser.get(ui.url)
+    yield fresh_daemon, workspace, ui, browser, client, ids
+    browser.quit()
+    ui.stop()
+    client.close()
+
+
+def mcp_calls(daemon, workspace: Path, *calls: tuple[str, dict]) -> list:
+    """Each (tool, arguments) through the real memnest-mcp shim; a tool error comes back as
+    its text."""
+    async def run():
+        out = []
+        async with daemon.mcp(workspace, MEMORY_WORKSPACE=str(workspace)) as session:
+            for tool, arguments in calls:
+                result = await session.call_tool(tool, arguments)
+                out.append(result.content[0].text if result.isError else result_json(result))
+        return out
+    return anyio.run(run)
+
+
+def shot(browser, name: str) -> None:
+    if SHOTS is not None:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        browser.save_screenshot(str(SHOTS / f"workbench-{name}.png"))
+
+
+def wait_for(browser, css: str, timeout: float = 10):
+    """The first element `css` selects, once there is one; else fail with the page's text."""
+    try:
+        return WebDriverWait(browser, timeout).until(
+            lambda b: b.find_elements(By.CSS_SELECTOR, css) or False)[0]
+    except TimeoutException:
+        text = browser.find_element(By.TAG_NAME, "body").text
+        raise AssertionError(f"no {css} at {browser.current_url}:\n{text}") from None
+
+
+def no_errors_in_console(browser) -> None:
+    logged = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert logged == []
+
+
+def test_search_filter_edit_share_and_forget_hold_through_mcp_and_a_restart(bench):
+    daemon, workspace, ui, browser, client, ids = bench
+    deploy, billing, style, staging = ids
+    rows = browser.find_elements(By.CSS_SELECTOR, "#rows li.memory")
+    assert len(rows) == 4 and "of 4" in browser.find_element(By.ID, "count").text
+    shot(browser, "memories")
+
+    # search: the same ranking as memory_search, and why each hit came back
+    box = browser.find_element(By.NAME, "q")
+    box.send_keys("how do we deploy")
+    box.submit()
+    first = wait_for(browser, "#rows li.memory")
+    assert first.get_attribute("id") == f"m{deploy}"
+    assert "matched: deploy" in first.find_element(By.CSS_SELECTOR, ".why").text
+    searched = client.call_tool("memory_search", {"query": "how do we deploy"}, str(workspace))
+    shown = [e.get_attribute("id") for e in browser.find_elements(By.CSS_SELECTOR,
+                                                                   "#rows li.memory")]
+    assert shown == [f"m{r['id']}" for r in searched["results"]]
+    shot(browser, "search")
+
+    # filter by category, from the form; the URL carries it
+    browser.get(ui.base + "/")
+    Select(browser.find_element(By.NAME, "category")).select_by_visible_text("preference")
+    browser.find_element(By.CSS_SELECTOR, "form.filters button").click()
+    wait_for(browser, f"#m{style}")
+    assert "category=preference" in browser.current_url
+    assert [e.get_attribute("id") for e in browser.find_elements(
+        By.CSS_SELECTOR, "#rows li.memory")] == [f"m{style}"]
+
+    # edit text, tags and importance
+    browser.get(f"{ui.base}/memory/{billing}")
+    text = browser.find_element(By.ID, "edit-content")
+    text.clear()
+    text.send_keys("The billing service retries a failed charge five times, then alerts")
+    tags = browser.find_element(By.ID, "edit-tags")
+    tags.clear()
+    tags.send_keys("billing, payments")
+    Select(browser.find_element(By.ID, "edit-importance")).select_by_visible_text("5")
+    browser.find_element(By.CSS_SELECTOR, "form.edit button").click()
+    assert wait_for(browser, ".notice").text == "Saved."
+    shot(browser, "memory")
+
+    # share, then forget one memory with confirmation and two in bulk
+    browser.find_element(By.ID, "share").click()
+    assert wait_for(browser, ".notice").text == "Shared with the team."
+    browser.get(f"{ui.base}/memory/{style}")
+    browser.find_element(By.ID, "forget").click()
+    wait_for(browser, "#confirm-forget").click()
+    assert wait_for(browser, ".notice").text == "Forgotten."
+    browser.get(ui.base + "/")
+    for memory_id in (deploy, staging):
+        browser.find_element(By.ID, f"pick{memory_id}").click()
+    browser.find_element(By.CSS_SELECTOR, "button[form=bulk]").click()
+    assert wait_for(browser, "h1").text == "Forget 2 memories?"
+    browser.find_element(By.ID, "confirm-forget").click()
+    wait_for(browser, ".notice")
+    assert [e.get_attribute("id") for e in browser.find_elements(
+        By.CSS_SELECTOR, "#rows li.memory")] == [f"m{billing}"]
+    no_errors_in_console(browser)
+
+    def check():
+        got, search, gone = mcp_calls(
+            daemon, workspace, ("memory_get", {"id": billing}),
+            ("memory_search", {"query": "what happens when a charge fails"}),
+            ("memory_get", {"ids": [deploy, style, staging]}))
+        assert got["content"] == ("The billing service retries a failed charge five times, "
+                                  "then alerts")
+        assert got["tags"] == ["billing", "payments"] and got["importance"] == 5
+        assert got["scope"] == "shared" and got["origin"]["client"] == "memnest-workbench"
+        assert search["results"][0]["id"] == billing
+        assert gone["memories"] == [] and sorted(gone["missing"]) == sorted(
+            [deploy, style, staging])
+        assert (workspace / ".memnest" / "shared" / f"{got['global_id']}.json").exists()
+    check()
+    daemon.stop()
+    daemon.start()
+    check()
+
+
+def test_what_an_agent_writes_appears_without_a_reload(bench):
+    daemon, workspace, ui, browser, client, ids = bench
+    browser.execute_script("window.__same_page = true")
+    new = client.call_tool("memory_store", {"content": "The search cluster has three nodes in "
+                                                       "two zones"}, str(workspace))["id"]
+    row = wait_for(browser, f"#m{new}", timeout=15)
+    assert "three nodes" in row.text
+    assert browser.execute_script("return window.__same_page") is True  # no reload
+    assert "of 5" in browser.find_element(By.ID, "count").text
+
+
+def test_unsharing_from_the_team_page(bench):
+    daemon, workspace, ui, browser, client, ids = bench
+    client.call_tool("memory_share", {"id": ids[0]}, str(workspace))
+    browser.get(ui.base + "/team")
+    assert "1 of 4 memories are shared" in browser.find_element(By.TAG_NAME, "main").text
+    shot(browser, "team")
+    browser.find_element(By.CSS_SELECTOR, "main form button[type=submit]:not(#sync)").click()
+    wait_for(browser, ".notice")
+    got, = mcp_calls(daemon, workspace, ("memory_get", {"id": ids[0]}))
+    assert got.get("scope", "private") == "private"
+
+
+def test_an_unknown_memory_or_workspace_is_a_page_not_a_traceback(bench):
+    daemon, workspace, ui, browser, client, ids = bench
+    browser.get(ui.base + "/memory/999999")
+    assert "no memory with id 999999" in browser.find_element(By.CSS_SELECTOR, ".error").text
+    elsewhere = workspace.parent / "elsewhere"
+    elsewhere.mkdir()
+    browser.get(f"{ui.base}/?ws={elsewhere}")
+    assert "Not a workspace the daemon has open" in browser.find_element(By.TAG_NAME, "h1").text
+    assert not (elsewhere / ".memnest").exists()
