@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 # The model that installs from PyPI and runs without network access (see README).
 export MEMORY_EMBEDDING_MODEL ?= memnest/all-MiniLM-L6-v2-int8
 
-.PHONY: install run test lint docs proto bench stop clean editors
+.PHONY: install run test lint docs proto bench stop clean editors axe
 
 install: $(VENV)/.installed
 
@@ -19,7 +19,7 @@ run: install
 	$(PY) examples/demo.py
 
 # MEMNEST_EDITOR_CLIS=1: a test that drives a real editor CLI fails, not skips, without it.
-test: install lint docs editors
+test: install lint docs editors axe
 	MEMNEST_EDITOR_CLIS=1 $(PY) -m pytest
 
 # The manual in docs/ (mkdocs.yml), in strict mode: a broken link, anchor or a page left out of
@@ -62,6 +62,19 @@ $(EDITORS_STAMP):
 	$(EDITORS)/node_modules/.bin/claude --version
 	$(EDITORS)/node_modules/.bin/gemini --version
 	$(EDITORS)/node_modules/.bin/codex --version
+	touch $@
+
+# axe-core, the accessibility checker the workbench's browser tests run on its main views.
+AXE_VERSION := 4.14.1
+AXE := .tools/axe
+AXE_STAMP := $(AXE)/.installed-$(AXE_VERSION)
+
+axe: $(AXE_STAMP)
+
+$(AXE_STAMP):
+	mkdir -p $(AXE)
+	npm install --prefix $(AXE) --no-audit --no-fund --save-exact axe-core@$(AXE_VERSION)
+	test -s $(AXE)/node_modules/axe-core/axe.min.js
 	touch $@
 
 proto: install

@@ -188,3 +188,32 @@ def test_an_unknown_memory_or_workspace_is_a_page_not_a_traceback(bench):
     browser.get(f"{ui.base}/?ws={elsewhere}")
     assert "Not a workspace the daemon has open" in browser.find_element(By.TAG_NAME, "h1").text
     assert not (elsewhere / ".memnest").exists()
+
+
+AXE = ROOT / ".tools" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
+
+
+def serious_violations(browser) -> list[str]:
+    """What axe-core finds of impact serious or critical on the page shown."""
+    browser.execute_script(AXE.read_text())
+    found = browser.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "axe.run(document).then(r => done(r.violations.map(v => ({id: v.id, impact: v.impact,"
+        " nodes: v.nodes.map(n => n.target.join(' '))}))));")
+    return [f"{v['id']} ({v['impact']}): {v['nodes'][:3]}" for v in found
+            if v["impact"] in ("serious", "critical")]
+
+
+def test_main_views_have_no_serious_accessibility_violations(bench):
+    assert AXE.exists(), "axe-core is missing: `make axe` installs it (make test does)"
+    daemon, workspace, ui, browser, client, ids = bench
+    client.call_tool("memory_store", {"content": "The rate limit is 100 requests a minute",
+                                      "tags": ["api"]}, str(workspace))
+    client.call_tool("memory_store", {"content": "The rate limit is 500 requests a minute",
+                                      "tags": ["api"]}, str(workspace))
+    found = {}
+    for path in ("/", "/?q=rate+limit", f"/memory/{ids[0]}", f"/forget?id={ids[0]}",
+                 "/workspaces", "/dream"):
+        browser.get(ui.base + path)
+        found[path] = serious_violations(browser)
+    assert found == {path: [] for path in found}
