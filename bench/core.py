@@ -742,3 +742,10 @@ def report(s: dict, sizes: list[int], n_store: int) -> None:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def write_export(path: Path, texts: list[str]) -> None:
+    """A memnest-export v1 file with these texts, for memory_import."""
+    doc = {"format": "memnest-export", "version": 1,
+           "memories": [{"key": f"m{i}", "content": t} for i, t in enumerate(texts)]}
+    path.write_text(json.dumps(doc))

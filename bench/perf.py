@@ -71,6 +71,7 @@ from core import (
     use_shim_from,
     TOP_K,
     Env,
+    write_export,
     _git_revision,
     cleaned_up,
     human,
@@ -461,13 +462,6 @@ def copy_workspace(source: Path, target: Path) -> Path:
     """A copy of the database file(s) of `source` (daemon stopped); returns the copy's db."""
     shutil.copytree(source / ".memnest", target / ".memnest")
     return target / ".memnest" / "memory.lbug"
-
-
-def write_export(path: Path, texts: list[str]) -> None:
-    """A memnest-export v1 file with these texts, for memory_import."""
-    doc = {"format": "memnest-export", "version": 1,
-           "memories": [{"key": f"m{i}", "content": t} for i, t in enumerate(texts)]}
-    path.write_text(json.dumps(doc))
 
 
 class QueryPool:

@@ -19,6 +19,9 @@ def listening_socket(port: int) -> socket.socket:
     """Bound to loopback only; port 0 lets the system pick a free one."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Inherited by every accepted connection: without it, a kept-alive connection's answer
+    # waits on the browser's delayed ACK (bench/RESULTS.md, Workbench).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((HOST, port))
     sock.listen(64)
     sock.set_inheritable(True)
