@@ -104,3 +104,19 @@ def test_hostile_text_is_shown_as_text_on_every_view(hostile):
         shown_tags = [e.get_attribute("textContent") for e in browser.find_elements(
             By.CSS_SELECTOR, "main section .meta .tag")]
         assert shown_tags == tags[memory_id]
+
+
+def test_the_live_graph_draws_hostile_text_as_text_in_a_sandbox(hostile):
+    ui, browser, texts, tags = hostile
+    browser.get(ui.base + "/graph")
+    assert browser.execute_script("return window.__pwned") is None
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+    counts = browser.find_element(By.ID, "counts").get_attribute("textContent")
+    assert counts.startswith(f"{len(texts) + len(set(t for ts in tags.values() for t in ts))} "
+                             f"nodes: {len(texts)} memories"), counts
+    for memory_id, text in texts.items():
+        browser.execute_script(f"window.memnestGraph.select('m{memory_id}')")
+        assert browser.find_element(By.ID, "detail-content").get_attribute(
+            "textContent") == text
+    # sandboxed: the page has no origin of its own, so it cannot reach the workbench
+    assert browser.execute_script("return window.origin") == "null"

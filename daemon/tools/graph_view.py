@@ -18,6 +18,7 @@ class GraphHtmlArgs(TypedDict, total=False):
     path: str
     max_nodes: int
     include_topics: bool
+    inline: bool
 
 
 @tool("memory_graph_html",
@@ -39,6 +40,10 @@ class GraphHtmlArgs(TypedDict, total=False):
                                         "default."},
            "include_topics": {"type": "boolean",
                               "description": "Draw topics (tags) as nodes; default true."},
+           "inline": {"type": "boolean",
+                      "description": "Return the page as `html` in the result instead of "
+                                     "writing a file (what memnest-ctl ui shows); default "
+                                     "false."},
        },
        "additionalProperties": False},
       idempotent=True)
@@ -50,12 +55,17 @@ def memory_graph_html(ctx: ToolContext, args: GraphHtmlArgs) -> dict[str, Any]:
                       "that large is slow to draw. Raise the setting if you really need it")
     graph = gather_graph(ctx, limit, args.get("include_topics", True))
     page = render(_page_data(graph, ctx.workspace))
+    counts = {"nodes": graph.nodes, "memories": len(graph.memories),
+              "topics": len(graph.topics), "edges": len(graph.edges),
+              "keep_separate": len(graph.separate), "bytes": len(page)}
+    if args.get("inline"):
+        if "path" in args:
+            raise invalid("give `path` to write the page, or `inline` to get it back, not both")
+        return {"html": page.decode("utf-8"), **counts}
     path, snapshots = write_file_keeping(ctx.workspace, args.get("path"), DEFAULT_PATH, page,
                                          SIGNATURE, "graph page", ctx.settings.output_dir,
                                          ctx.settings.graph_snapshots, ctx.confinement)
-    out = {"path": path, "url": Path(path).as_uri(), "nodes": graph.nodes,
-           "memories": len(graph.memories), "topics": len(graph.topics),
-           "edges": len(graph.edges), "keep_separate": len(graph.separate), "bytes": len(page)}
+    out = {"path": path, "url": Path(path).as_uri(), **counts}
     if snapshots is not None:
         out["snapshot"] = snapshots
     return out

@@ -35,6 +35,7 @@ def _routes() -> list[Route | Mount]:
         Route("/pair/merge", actions.merge, methods=["POST"]),
         Route("/team", views.team),
         Route("/team/sync", actions.sync, methods=["POST"]),
+        Route("/graph", views.graph),
         Route("/dream", views.dream),
         Route("/dream", actions.dream, methods=["POST"]),
         Route("/workspaces", views.workspaces),

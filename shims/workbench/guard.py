@@ -187,9 +187,13 @@ def _replay(body: bytes) -> Receive:
 
 
 def _with_headers(send: Send) -> Send:
+    """Adds HEADERS; a page that sets a stricter policy of its own (the graph) keeps it."""
     async def sending(message: Message) -> None:
         if message["type"] == "http.response.start":
-            message = {**message, "headers": [*message.get("headers", []), *HEADERS]}
+            own = [(k, v) for k, v in message.get("headers", [])]
+            named = {k.lower() for k, _ in own}
+            message = {**message, "headers": [*own, *((k, v) for k, v in HEADERS
+                                                     if k not in named)]}
         await send(message)
     return sending
 

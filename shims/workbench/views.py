@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from ..tool_json import ToolArguments, ToolResult
 from .daemon_link import DaemonLink
@@ -27,6 +27,8 @@ NOTICES: Final = {
     "merged": "Merged.", "refreshed": "Anchored to the code as it is now.",
     "synced": "Synced with the team's files.",
 }
+# The graph page's own policy names the nonce of its inline script and style.
+_NONCE = re.compile(r"'nonce-([A-Za-z0-9_-]+)'")
 # The words a search matched, to say why a memory came back.
 _WORD = re.compile(r"\w{3,}", re.UNICODE)
 
@@ -207,3 +209,17 @@ def team(request: Request) -> Response:
 
 def dream(request: Request) -> Response:
     return page(request, "dream.html", ws=workspace_of(request), report=None, dry_run=True)
+
+
+def graph(request: Request) -> Response:
+    """The graph page memory_graph_html draws, live. Its script is inline (with a nonce), so
+    it is sent with a policy of its own, sandboxed: the page runs without this origin, its
+    cookie or any way to ask the workbench anything."""
+    drawn = link_of(request).call("memory_graph_html", {"inline": True}, workspace_of(request))
+    html = str(drawn["html"])
+    found = _NONCE.search(html)
+    nonce = found.group(1) if found else "none"
+    policy = (f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; "
+              "img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; "
+              "sandbox allow-scripts")
+    return HTMLResponse(html, headers={"content-security-policy": policy})
