@@ -217,3 +217,14 @@ def test_main_views_have_no_serious_accessibility_violations(bench):
         browser.get(ui.base + path)
         found[path] = serious_violations(browser)
     assert found == {path: [] for path in found}
+
+
+def test_workspaces_lists_the_open_ones_with_counts_and_health(bench):
+    daemon, workspace, ui, browser, client, ids = bench
+    browser.get(ui.base + "/workspaces")
+    row = next(r for r in browser.find_elements(By.CSS_SELECTOR, "tbody tr")
+               if str(workspace) in r.text)
+    cells = [c.text for c in row.find_elements(By.TAG_NAME, "td")]
+    assert cells[1] == "4" and cells[2] == "healthy"
+    row.find_element(By.TAG_NAME, "a").click()
+    assert len(wait_for(browser, "#rows").find_elements(By.CSS_SELECTOR, "li.memory")) == 4

@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from ..tool_json import ToolArguments, ToolResult
-from .daemon_link import DaemonLink
+from .daemon_link import DaemonLink, ToolFailure
 from .pages import page
 
 PAGE_SIZE: Final = 50
@@ -169,8 +169,19 @@ def _ids(given: list[str]) -> list[int]:
 
 
 def workspaces(request: Request) -> Response:
+    """The open workspaces, each with its health as memory_stats judges it."""
     link = link_of(request)
-    return page(request, "workspaces.html", open=link.open_workspaces())
+    rows = []
+    for w in link.open_workspaces():
+        try:
+            stats = link.call("memory_stats", {}, w.path)
+            health = {"healthy": bool(stats["index_health"]["healthy"]),
+                      "vector_index": stats["vector_index"]["status"],
+                      "warnings": list(stats.get("warnings", []))}
+        except ToolFailure as exc:
+            health = {"healthy": False, "vector_index": "", "warnings": [exc.message]}
+        rows.append((w, health))
+    return page(request, "workspaces.html", open=rows)
 
 
 def changes(request: Request) -> Response:
