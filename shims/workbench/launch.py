@@ -1,5 +1,6 @@
 """Serve the workbench: a socket on loopback (a free port unless one is asked), the address
 with its key as the first line of output, the browser opened on a key of its own."""
+import json
 import socket
 import sys
 import webbrowser
@@ -29,17 +30,23 @@ def listening_socket(port: int) -> socket.socket:
 
 
 def serve(workspace: str, db_path: str = "", port: int = 0, open_browser: bool = True,
-          out: TextIO = sys.stdout) -> None:
+          as_json: bool = False, out: TextIO = sys.stdout) -> None:
     client = DaemonClient(client_name=CLIENT_NAME)
     client.ensure_running()
     sock = listening_socket(port)
     bound = sock.getsockname()[1]
     keys = Keys()
     base = f"http://{HOST}:{bound}/"
-    print(f"{base}?{LAUNCH_PARAMETER}={keys.launch}", file=out, flush=True)
-    print(f"memnest workbench for {workspace}; Ctrl-C stops it", file=out, flush=True)
-    if open_browser:
-        webbrowser.open(f"{base}?{LAUNCH_PARAMETER}={keys.opener}")
+    address = f"{base}?{LAUNCH_PARAMETER}={keys.launch}"
+    if as_json:
+        print(json.dumps({"url": address, "workspace": workspace, "port": bound}), file=out,
+              flush=True)
+    else:
+        print(address, file=out, flush=True)
+        print(f"memnest workbench for {workspace}; Ctrl-C stops it", file=out, flush=True)
+    if open_browser and not webbrowser.open(f"{base}?{LAUNCH_PARAMETER}={keys.opener}"):
+        print("memnest-ctl: no browser found here; open the address above", file=sys.stderr,
+              flush=True)
     app = build(DaemonLink(client, workspace, db_path), keys, bound)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                             server_header=False, date_header=False)

@@ -15,7 +15,7 @@ def add_ui_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cmd_ui(args: argparse.Namespace) -> None:
     from ...workbench.launch import serve  # the web stack, only for this command
-    serve(workspace(args), ws.db_path_override(), args.port, not args.no_browser)
+    serve(workspace(args), ws.db_path_override(), args.port, not args.no_browser, args.json)
 
 
 COMMANDS = [
