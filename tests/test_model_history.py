@@ -44,6 +44,7 @@ SOAK = bool(os.environ.get("MEMNEST_SOAK"))
 EXAMPLES = int(os.environ.get("MEMNEST_MODEL_EXAMPLES", "40" if SOAK else "6"))
 STEPS = int(os.environ.get("MEMNEST_MODEL_STEPS", "60" if SOAK else "30"))
 ORIGIN = {"via": "cli", "client": "model-test", "session": "history"}  # what every call claims
+HOOK = {**ORIGIN, "via": "hook"}  # a hook's capture: it waits for review
 RESTART_EVERY = 12  # calls between restarts at least: each costs a daemon start (~2 s)
 STEPS_RUN = Counter()  # by rule, for the summary line (bench/RESULTS.md#model-tests)
 
@@ -140,6 +141,13 @@ class Model:
         self.foreign: dict[str, dict] = {}
         self.last_file: dict[str, dict] = {}
         self.aliases: dict[str, str] = {}
+        self.reviewed: set[int] = set()  # memories that came unasked and were kept
+
+    def waiting(self) -> set[int]:
+        """What memory_review lists as added: hooks' captures and teammates' memories not
+        reviewed yet."""
+        return {i for i, m in self.memories.items() if i not in self.reviewed and (
+            m["via"] == "hook" or (m["via"] == "import" and m.get("session") == "team"))}
 
     def look(self, memory_id: int) -> tuple:
         """What a withdrawn memory must still be for its file to share it again."""
@@ -189,13 +197,13 @@ class History(RuleBasedStateMachine):
 
     # -- calls ---------------------------------------------------------------------------
 
-    def call(self, tool: str, **arguments) -> dict:
+    def call(self, tool: str, origin: dict = ORIGIN, **arguments) -> dict:
         STEPS_RUN[tool] += 1
         self.since_restart += 1
         self.writes_since_dream += tool in WRITES
         if tool in WRITES or tool == "memory_dream":
             self.agrees = False  # until the check after it passes
-        return self.client.call_tool(tool, arguments, str(self.workspace), origin=ORIGIN)
+        return self.client.call_tool(tool, arguments, str(self.workspace), origin=origin)
 
     def refuse(self, tool: str, **arguments) -> str:
         with pytest.raises(ToolFailure) as failure:
@@ -218,7 +226,8 @@ class History(RuleBasedStateMachine):
 
     # -- writes --------------------------------------------------------------------------
 
-    def _apply_store(self, item: dict, result: dict, batch_new: dict) -> None:
+    def _apply_store(self, item: dict, result: dict, batch_new: dict, via: str = "cli"
+                     ) -> None:
         memory_id, status = result["id"], result["status"]
         model = self.model.memories
         scope = item.get("scope", "private")
@@ -227,7 +236,7 @@ class History(RuleBasedStateMachine):
             model[memory_id] = {"content": item["content"].strip(),
                                 "category": item.get("category", "general"),
                                 "tags": list(dict.fromkeys(item.get("tags", []))),
-                                "importance": item.get("importance", 3), "via": "cli",
+                                "importance": item.get("importance", 3), "via": via,
                                 "anchors": _cited(item.get("anchors", []))}
             batch_new[memory_id] = scope
             return
@@ -742,6 +751,10 @@ class History(RuleBasedStateMachine):
             {t for m in model.memories.values() for t in m["tags"]}
         assert {(r["kind"], r["a.id"], r["b.id"]) for r in links} == model.edges
         assert {(r["v.low"], r["v.high"]) for r in verdicts} == model.verdicts
+        # straight to the client: a check's call must not bring the next restart closer
+        queue = self.client.call_tool("memory_review", {"limit": 500, "preview_chars": 0},
+                                      str(self.workspace), origin=ORIGIN)
+        assert {m["id"] for m in queue["added"]} == model.waiting(), "review queue differs"
         counts = Counter(t for m in model.memories.values() for t in m["tags"])
         assert {t["name"]: t["count"] for t in self.call("memory_topics")["topics"]} == counts
         if model.memories:
@@ -799,13 +812,47 @@ def _shifted(where: str) -> str:
     return "src/a.py:" + "-".join(str(int(n) + 1) for n in lines)
 
 
+class ReviewHistory(History):
+    """Every rule of History, and hooks' captures with the review queue they fill. (Apart
+    from History so that TeamHistory, whose source seeds its derandomized draws, stays as
+    it was.)"""
+
+    @rule(item=History.items())
+    def capture(self, item):
+        """A hook stores what it captured (private, as hooks do): it waits for review."""
+        item.pop("scope", None)
+        if _refused(item):
+            return
+        result = self.call("memory_store", origin=HOOK, **item)
+        self._apply_store(item, result, {}, via="hook")
+        self.check()
+
+    @rule(data=st.data(), everything=st.booleans())
+    def review(self, data, everything):
+        self.agrees = False  # keeping writes the review state
+        waiting = sorted(self.model.waiting())
+        if everything:
+            out = self.call("memory_review", keep_all=True)
+            assert sorted(out["kept"]) == waiting, out
+            self.model.reviewed.update(waiting)
+        else:
+            picked = data.draw(st.lists(st.sampled_from(waiting + [10**9]), min_size=1,
+                                        max_size=4, unique=True)) if waiting else [10**9]
+            out = self.call("memory_review", keep=picked)
+            kept = [i for i in picked if i in waiting]
+            assert (out["kept"], out["missing"]) == (kept, [i for i in picked if i == 10**9])
+            self.model.reviewed.update(kept)
+        assert out["remaining"] == len(self.model.waiting()) == out["total"]
+        self.check()
+
+
 def test_random_histories_match_the_model(fresh_daemon, tmp_path):
     fresh_daemon.env["MEMORY_QUERY_MAX_ROWS"] = "100000"  # the checks read whole tables
     fresh_daemon.start()
     History.daemon = fresh_daemon
     History.root = tmp_path
     STEPS_RUN.clear()
-    run_state_machine_as_test(History, settings=settings(
+    run_state_machine_as_test(ReviewHistory, settings=settings(
         max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None, database=None,
         derandomize=not SOAK, print_blob=True,
         # Shrinking replays histories against a real daemon for many minutes; the failing

@@ -228,3 +228,54 @@ def test_workspaces_lists_the_open_ones_with_counts_and_health(bench):
     assert cells[1] == "4" and cells[2] == "healthy"
     row.find_element(By.TAG_NAME, "a").click()
     assert len(wait_for(browser, "#rows").find_elements(By.CSS_SELECTOR, "li.memory")) == 4
+
+
+HOOK = {"via": "hook", "client": "claude-code", "session": "s-42"}
+
+
+def test_review_keeps_and_discards_what_hooks_captured(bench):
+    daemon, workspace, ui, browser, client, ids = bench
+    captured = [client.call_tool("memory_store", {"content": text, "keep_as_is": True},
+                                 str(workspace), origin=HOOK)["id"] for text in (
+        "The payments team owns the ledger service and its on-call rota",
+        "Local development uses docker compose with the dev profile",
+        "The API rate limit is 100 requests per minute",
+        "The API rate limit is 500 requests per minute")]
+    browser.get(ui.base + "/review")
+    waiting = [e.get_attribute("id") for e in browser.find_elements(By.CSS_SELECTOR,
+                                                                     "#added-h ~ ol li")]
+    assert waiting == [f"r{i}" for i in reversed(captured)]  # the seeded ones were asked for
+    pair = browser.find_element(By.CSS_SELECTOR, ".pair").text
+    assert "100 requests" in pair and "500 requests" in pair
+    shot(browser, "review")
+    browser.find_element(By.ID, f"keep{captured[0]}").click()
+    assert wait_for(browser, ".notice").text == "Marked as reviewed."
+    browser.find_element(By.ID, f"discard{captured[1]}").click()
+    assert wait_for(browser, ".notice").text == "Forgotten."
+    assert "/review" in browser.current_url
+    left = [e.get_attribute("id") for e in browser.find_elements(By.CSS_SELECTOR,
+                                                                  "#added-h ~ ol li")]
+    assert left == [f"r{captured[3]}", f"r{captured[2]}"]
+    # settle the disagreement: the newer one replaces the older
+    browser.find_element(By.XPATH, f"//button[text()='#{captured[3]} replaces "
+                                   f"#{captured[2]}']").click()
+    wait_for(browser, ".notice")
+    assert browser.find_elements(By.CSS_SELECTOR, ".pair") == []
+    no_errors_in_console(browser)
+
+    def check():
+        queue, kept, gone, newer = mcp_calls(
+            daemon, workspace, ("memory_review", {}), ("memory_get", {"id": captured[0]}),
+            ("memory_get", {"id": captured[1]}), ("memory_get", {"id": captured[2]}))
+        assert [m["id"] for m in queue["added"]] == [captured[3], captured[2]]
+        assert queue["disagreements"] == []
+        assert kept["origin"]["via"] == "hook" and "no memory with id" in gone
+        assert newer["superseded_by"] == [captured[3]]
+    check()
+    daemon.stop()
+    daemon.start()
+    check()
+    browser.get(ui.base + "/review")
+    browser.find_element(By.ID, "keep-all").click()
+    assert wait_for(browser, ".notice").text == "Marked as reviewed."
+    assert "Nothing waits for review." in browser.find_element(By.TAG_NAME, "main").text

@@ -6,6 +6,7 @@ from . import (  # noqa: F401
     graph_view,
     memory,
     query,
+    review,
     schema,
     session,
     stats,
