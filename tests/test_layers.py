@@ -136,3 +136,12 @@ def test_the_contract_is_defined_once():
                     wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} spells out "
                                  f"{node.value!r}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_test_modules_have_unique_basenames():
+    # The tests have no __init__.py, so pytest imports each by its basename: two of one name
+    # collide on a clean checkout (a warm __pycache__ can hide it locally).
+    seen: dict[str, Path] = {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        assert path.name not in seen, f"{path} and {seen[path.name]} share a basename"
+        seen[path.name] = path
