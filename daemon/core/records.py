@@ -19,6 +19,12 @@ def iso(ts: datetime | None) -> str | None:
     return None if ts is None else ts.isoformat(timespec="seconds") + "Z"
 
 
+def exact_iso(ts: datetime) -> str:
+    """To the microsecond (when not whole seconds): a memory's `updated_at` is the version a
+    guarded edit names, and two writes may fall in one second."""
+    return ts.isoformat() + "Z"
+
+
 def from_iso(text: str) -> datetime:
     """An ISO 8601 time ("Z" accepted) as naive UTC, the way times are stored; ValueError
     when it is not one."""
@@ -114,7 +120,7 @@ class Memory:
             "access_count": self.access_count,
             "workspace": self.workspace,
             "created_at": iso(self.created_at),
-            "updated_at": iso(self.updated_at),
+            "updated_at": exact_iso(self.updated_at),
         }
         if self.accessed_at is not None:
             out["accessed_at"] = iso(self.accessed_at)

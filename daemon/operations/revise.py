@@ -1,10 +1,12 @@
 """Revise: memory_update's work. Each change is admitted, its new text embedded, and the
 memory rewritten (content re-hashed, fields replaced, code anchors re-found or refreshed)
-in one commit; a change of scope shares or unshares it after."""
+in one commit; a change of scope shares or unshares it after. A change naming the version
+it was made against (`expected_updated_at`) leaves a memory that changed since alone."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
 import numpy as np
 
@@ -17,6 +19,7 @@ from ..store.store import MemoryStore
 from .admitting import LeftOut, clean_tags, private_free
 from .context import CallContext
 from .sharing import check_shareable, merge_sharing, share_after_write
+from .versions import moment, still
 
 Staged = dict[int, tuple[Memory, np.ndarray | None]]  # memory id -> as it is to be
 
@@ -32,6 +35,7 @@ class Change:
     scope: Scope | None = None
     anchors: list[dict[str, Any]] | None = None  # replace the explicit anchors ([]: none)
     refresh_anchors: bool | None = None  # True: re-capture every anchor as the code reads now
+    expected_updated_at: str | None = None  # the version seen; None: change it whatever it is
 
     @property
     def empty(self) -> bool:
@@ -49,14 +53,19 @@ class Change:
                 or self.refresh_anchors is not None)
 
 
+Status = Literal["updated", "not_found", "changed"]
+
+
 @dataclass(frozen=True)
 class Result:
-    """What became of one change: `updated` or `not_found`; the anchors a change of code
-    left, and what was dropped on a refresh."""
+    """What became of one change: `updated`, `not_found`, or `changed` (the memory is no
+    longer the version the change named: left as it is, `current` shows it); the anchors a
+    change of code left, and what was dropped on a refresh."""
     id: int
-    status: str
+    status: Status
     anchors: list[str] | None = None
     anchor_notes: list[str] = field(default_factory=list)
+    current: Memory | None = None
 
 
 @dataclass(frozen=True)
@@ -71,12 +80,13 @@ def revise(ctx: CallContext, changes: list[Change], batch: bool) -> Revised:
     """Apply `changes` in one commit (a one-change call, unless `batch`: a memory not found
     is then an error)."""
     left_out = _admit(ctx, changes, batch)
+    expected = [_expected(c, n, batch) for n, c in enumerate(changes)]
     texts = [c.content for c in changes if c.content is not None]
     vectors = iter(ctx.embedder.embed(texts)) if texts else iter(())
     new_vectors = [next(vectors) if c.content is not None else None for c in changes]
     store = ctx.store
     with store.writing():
-        results, staged, scoped = _stage(ctx, changes, new_vectors, batch)
+        results, staged, scoped = _stage(ctx, changes, new_vectors, expected, batch)
         if scoped:  # refused before anything is written when a secret would be shared
             check_shareable(store, [i for i, sc in scoped.items() if sc == "shared"], staged)
         if staged:
@@ -102,21 +112,34 @@ def _admit(ctx: CallContext, changes: list[Change], batch: bool) -> LeftOut:
     return left_out
 
 
+def _expected(change: Change, n: int, batch: bool) -> datetime | None:
+    if change.expected_updated_at is None:
+        return None
+    where = f"updates.{n}.expected_updated_at" if batch else "expected_updated_at"
+    return moment(change.expected_updated_at, where)
+
+
 def _stage(ctx: CallContext, changes: list[Change], vectors: list[np.ndarray | None],
-           batch: bool) -> tuple[list[Result], Staged, dict[int, Scope]]:
+           expected: list[datetime | None], batch: bool
+           ) -> tuple[list[Result], Staged, dict[int, Scope]]:
     """Each memory as its changes leave it (several changes of one memory build on each
-    other), and the scope asked for each. Write lock held."""
+    other), and the scope asked for each. A change naming a version is checked against the
+    memory as the call found it. Write lock held: no write comes between check and commit."""
     store = ctx.store
     now = utcnow()
     results: list[Result] = []
     staged: Staged = {}
     scoped: dict[int, Scope] = {}
-    for change, vector in zip(changes, vectors):
+    for change, vector, seen in zip(changes, vectors, expected):
         current = staged[change.id][0] if change.id in staged else store.catalog.get(change.id)
         if current is None or current.workspace != ctx.workspace:
             if not batch:
                 raise not_found(f"no memory with id {change.id} in this workspace")
             results.append(Result(change.id, "not_found"))
+            continue
+        if not still(store.catalog[change.id], seen):
+            results.append(Result(change.id, "changed",
+                                  current=store.catalog[change.id].copy()))
             continue
         if change.scope is not None:
             scoped[change.id] = change.scope

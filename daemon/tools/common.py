@@ -21,6 +21,8 @@ ORIGIN_FILTERS: dict[str, Any] = {
                               "it under origin.client, e.g. claude-code)."},
 }
 MAX_QUERY_CHARS = 4000
+# A memory's updated_at as a caller read it: the version a guarded edit or forget names.
+EXPECTED_VERSION: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 64}
 
 # The largest integer a JavaScript client holds exactly (Number.MAX_SAFE_INTEGER): every
 # integer a tool takes stays at or below it, so a client never rounds an id.

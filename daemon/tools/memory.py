@@ -18,6 +18,7 @@ from .code import code_view
 from .common import (
     ANCHORS,
     CATEGORY,
+    EXPECTED_VERSION,
     ID,
     IDS,
     IMPORTANCE,
@@ -298,6 +299,7 @@ class UpdateItemArgs(TypedDict, total=False):
     scope: Scope
     anchors: list[dict[str, Any]]
     refresh_anchors: bool
+    expected_updated_at: str
 
 
 class UpdateArgs(UpdateItemArgs, total=False):
@@ -314,7 +316,14 @@ _UPDATE: dict[str, Any] = {
                    "refresh_anchors": {"type": "boolean",
                                        "description": "Re-anchor the cited code as it is now, "
                                                       "once you checked the memory still "
-                                                      "holds (memory_stale lists them)."}},
+                                                      "holds (memory_stale lists them)."},
+                   "expected_updated_at": {
+                       **EXPECTED_VERSION,
+                       "description": "The memory's `updated_at` as you read it (memory_get, "
+                                      "memory_list, memory_search): the change is made only "
+                                      "if the memory is still that version. If it changed "
+                                      "since, nothing is changed: status `changed`, with "
+                                      "`memory` as it is now."}},
     "required": ["id"], "additionalProperties": False,
 }
 
@@ -341,22 +350,35 @@ def memory_update(ctx: ToolContext, args: UpdateArgs) -> JSON:
         raise invalid("give `id` with the fields to change, or `updates`")
     changes = [Change(c["id"], c.get("content"), c.get("category"), c.get("tags"),
                       c.get("importance"), c.get("scope"), c.get("anchors"),
-                      c.get("refresh_anchors")) for c in given]
+                      c.get("refresh_anchors"), c.get("expected_updated_at")) for c in given]
     return _revised_view(ctx, revise(ctx, changes, batch), batch)
+
+
+CHANGED_SINCE = ("this memory changed after the version you named (expected_updated_at), so "
+                 "it was left as it is: `memory` shows it now; apply your change to this "
+                 "version if it still holds, naming its updated_at")
 
 
 def _revised_view(ctx: ToolContext, done: Revised, batch: bool) -> JSON:
     results = [_result_view(r) for r in done.results]
     if not batch:
+        if done.results[0].status == "changed":
+            return {**results[0], "reason": CHANGED_SINCE}
         return {**results[0], "memory": done.updated[0].view(preview_chars(ctx, {})),
                 **done.sharing, **done.left_out.report(single=True)}
-    return {"results": results, "updated": sum(r["status"] == "updated" for r in results),
-            "not_found": sum(r["status"] == "not_found" for r in results),
-            **done.sharing, **done.left_out.report(single=False)}
+    out: JSON = {"results": results,
+                 "updated": sum(r["status"] == "updated" for r in results),
+                 "not_found": sum(r["status"] == "not_found" for r in results)}
+    changed = sum(r["status"] == "changed" for r in results)
+    if changed:
+        out["changed"], out["changed_hint"] = changed, CHANGED_SINCE
+    return {**out, **done.sharing, **done.left_out.report(single=False)}
 
 
 def _result_view(result: Result) -> JSON:
     out: JSON = {"id": result.id, "status": result.status}
+    if result.current is not None:
+        out["memory"] = result.current.view()
     if result.anchors is not None:
         out["anchors"] = result.anchors
     if result.anchor_notes:
@@ -370,14 +392,47 @@ def _result_view(result: Result) -> JSON:
 class DeleteArgs(TypedDict, total=False):
     id: int
     ids: list[int]
+    expected_updated_at: str | dict[str, str]
 
 
 @tool("memory_delete",
       "Delete memories and their relationships: `id` for one, `ids` for several. Reports which "
-      "ids were deleted and which did not exist.",
-      {"type": "object", "properties": {"id": ID, "ids": IDS}, "additionalProperties": False},
+      "ids were deleted and which did not exist. With `expected_updated_at`, a memory that "
+      "changed since you read it is kept and listed in `changed`, as it is now.",
+      {"type": "object",
+       "properties": {
+           "id": ID, "ids": IDS,
+           "expected_updated_at": {
+               **EXPECTED_VERSION, "type": ["string", "object"],
+               "propertyNames": {"pattern": "^[1-9][0-9]{0,15}$"},
+               "additionalProperties": EXPECTED_VERSION, "maxProperties": MAX_IDS,
+               "description": "The version you read, as memory_get/memory_list show "
+                              "`updated_at`: with `id`, that text; with `ids`, an object "
+                              "from id to its updated_at (ids left out are deleted "
+                              "unchecked). A memory no longer that version is not deleted: "
+                              "its id is in `changed` and it is in `current`, as it is now."}},
+       "additionalProperties": False},
       destructive=True, idempotent=True)
 def memory_delete(ctx: ToolContext, args: DeleteArgs) -> JSON:
-    ids, _ = one_or_many(args, "id", "ids")
-    done = forget(ctx, ids)
-    return {"status": done.status, "deleted": done.deleted, "missing": done.missing}
+    ids, many = one_or_many(args, "id", "ids")
+    done = forget(ctx, ids, _expected(args.get("expected_updated_at"), ids, many))
+    out: JSON = {"status": done.status, "deleted": done.deleted, "missing": done.missing}
+    if done.changed:
+        out["changed"] = [m.id for m in done.changed]
+        out["current"] = [m.view() for m in done.changed]
+        out["reason"] = ("memories in `changed` changed after the version you named "
+                         "(expected_updated_at), so they were kept: `current` shows them now")
+    return out
+
+
+def _expected(given: str | dict[str, str] | None, ids: list[int], many: bool
+              ) -> dict[int, str]:
+    """By id, the version the caller read: a text goes with `id`, an object with either."""
+    if given is None:
+        return {}
+    if isinstance(given, str):
+        if many:
+            raise invalid("with `ids`, give expected_updated_at as an object from id to "
+                          "updated_at")
+        return {ids[0]: given}
+    return {int(key): text for key, text in given.items()}

@@ -4,7 +4,7 @@ from datetime import datetime
 from typing import Any, TypedDict
 
 from ..core.errors import invalid
-from ..core.records import iso
+from ..core.records import exact_iso
 from ..operations.review import Queue, keep, queue
 from .common import IDS, PREVIEW, preview_chars
 from .registry import ToolContext, tool
@@ -67,4 +67,4 @@ def _queue_view(q: Queue, preview: int) -> dict[str, Any]:
 
 
 def _brief(memory_id: int, content: str, updated_at: datetime) -> dict[str, Any]:
-    return {"id": memory_id, "content": content[:300], "updated_at": iso(updated_at)}
+    return {"id": memory_id, "content": content[:300], "updated_at": exact_iso(updated_at)}

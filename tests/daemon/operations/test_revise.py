@@ -112,3 +112,99 @@ def test_refresh_anchors_recaptures_the_code_as_it_reads_now(ctx):
     source.unlink()
     gone = revise(ctx, [Change(memory_id, refresh_anchors=True)], batch=False)
     assert gone.results[0].anchors == [] and "gone" in gone.results[0].anchor_notes[0]
+
+
+# -- a change naming the version it was made against (expected_updated_at) -------------------
+
+def _in_database(ctx, memory_id: int) -> str | None:
+    """The memory's content as the database file holds it (None: no such row)."""
+    rows = ctx.store.db.rows("MATCH (m:Memory) WHERE m.id = $id RETURN m.content",
+                             {"id": memory_id})
+    return rows[0][0] if rows else None
+
+
+def _seen(ctx, memory_id: int) -> str:
+    """The updated_at a caller reads, as memory_get and memory_list show it."""
+    return str(ctx.store.catalog[memory_id].view()["updated_at"])
+
+
+def test_a_change_naming_the_current_version_is_made(ctx):
+    (memory_id,) = _store(ctx, WEBHOOKS)
+    done = revise(ctx, [Change(memory_id, importance=5,
+                               expected_updated_at=_seen(ctx, memory_id))], batch=False)
+    assert done.results[0].status == "updated"
+    assert ctx.store.catalog[memory_id].importance == 5
+
+
+def test_a_change_made_between_reading_and_writing_is_kept_and_the_late_one_refused(ctx):
+    (memory_id,) = _store(ctx, WEBHOOKS)
+    page_saw = _seen(ctx, memory_id)  # the person's page loads
+    revise(ctx, [Change(memory_id, content=FRONTEND)], batch=False)  # an agent writes, same second
+    done = revise(ctx, [Change(memory_id, importance=1, tags=["mine"],
+                               expected_updated_at=page_saw)], batch=False)
+    (result,) = done.results
+    assert result.status == "changed" and done.updated == []
+    assert result.current is not None and result.current.content == FRONTEND
+    kept = ctx.store.catalog[memory_id]
+    assert (kept.content, kept.importance, kept.tags) == (FRONTEND, 3, [])
+    assert _in_database(ctx, memory_id) == FRONTEND
+    again = revise(ctx, [Change(memory_id, importance=1, expected_updated_at=_seen(
+        ctx, memory_id))], batch=False)
+    assert again.results[0].status == "updated"  # against the new version it goes through
+
+
+def test_a_write_that_lands_while_the_change_is_embedded_is_not_lost(ctx, monkeypatch):
+    """The check is made under the write lock, after the embedding (outside the lock): an
+    agent's write during that time makes the change refused, not lost."""
+    (memory_id,) = _store(ctx, WEBHOOKS)
+    page_saw = _seen(ctx, memory_id)
+    embed = ctx.embedder.embed
+
+    def embed_while_an_agent_writes(texts):
+        monkeypatch.setattr(ctx.embedder, "embed", embed)
+        revise(ctx, [Change(memory_id, importance=4)], batch=False)
+        return embed(texts)
+
+    monkeypatch.setattr(ctx.embedder, "embed", embed_while_an_agent_writes)
+    done = revise(ctx, [Change(memory_id, content=FRONTEND, expected_updated_at=page_saw)],
+                  batch=False)
+    assert done.results[0].status == "changed"
+    kept = ctx.store.catalog[memory_id]
+    assert (kept.content, kept.importance) == (WEBHOOKS, 4)
+
+
+def test_reads_leave_the_version_as_it_was(ctx):
+    from memnest_daemon.operations import recall
+    (memory_id,) = _store(ctx, WEBHOOKS)
+    page_saw = _seen(ctx, memory_id)
+    recall.get(ctx, [memory_id])
+    recall.search(ctx, recall.Query("webhooks retries"))
+    ctx.store.flush_access()
+    assert ctx.store.catalog[memory_id].access_count == 2
+    done = revise(ctx, [Change(memory_id, importance=2, expected_updated_at=page_saw)],
+                  batch=False)
+    assert done.results[0].status == "updated"
+
+
+def test_in_a_batch_only_the_changed_memory_is_refused(ctx):
+    a, b = _store(ctx, WEBHOOKS, FRONTEND)
+    seen_a, seen_b = _seen(ctx, a), _seen(ctx, b)
+    revise(ctx, [Change(b, category="decision")], batch=False)
+    done = revise(ctx, [Change(a, importance=5, expected_updated_at=seen_a),
+                        Change(b, importance=5, scope="shared", expected_updated_at=seen_b)],
+                  batch=True)
+    assert [r.status for r in done.results] == ["updated", "changed"]
+    assert ctx.store.catalog[a].importance == 5
+    kept = ctx.store.catalog[b]
+    assert (kept.importance, kept.category, kept.scope) == (3, "decision", "private")
+
+
+@pytest.mark.parametrize("text", ["yesterday", "", "2026-13-01T00:00:00Z", "9" * 80,
+                                  "99999-01-01T00:00:00Z", "9999-12-31T23:59:59-23:59"])
+def test_a_version_that_is_not_a_time_is_a_clear_error(ctx, text):
+    (memory_id,) = _store(ctx, WEBHOOKS)
+    with pytest.raises(ToolError) as info:
+        revise(ctx, [Change(memory_id, importance=5, expected_updated_at=text)], batch=True)
+    assert "updates.0.expected_updated_at" in str(info.value)
+    assert "ISO 8601" in str(info.value)
+    assert ctx.store.catalog[memory_id].importance == 3
