@@ -51,6 +51,7 @@ def normalise_tags(tags: Iterable[object] | None) -> list[str]:
 # A shared memory's global id (daemon/team/): a UUID4 as 32 lowercase hex digits.
 GLOBAL_ID = re.compile(r"[0-9a-f]{32}")
 ORIGIN_CHARS = 200
+TEAM_SESSION = "team"  # origin session of memories a teammate's file brought in
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,11 @@ class Memory:
 
     def copy(self, **changes: Any) -> "Memory":
         return replace(self, tags=list(self.tags), **changes)
+
+    @property
+    def from_team(self) -> bool:
+        """Brought in from a teammate's shared file (team/sync.py)."""
+        return self.origin_via == "import" and self.origin_session == TEAM_SESSION
 
     def view(self, preview_chars: int | None = None) -> dict[str, object]:
         """The JSON a caller sees. `preview_chars` truncates content (search and list

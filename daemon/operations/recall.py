@@ -1,11 +1,11 @@
 """Recall: a search's whole ranking chain (rank, graph boost, superseded demotion, code
-checks, conflicts, annotations) as one `Page`, memories read by id, and memories listed
-without ranking. Each reads under one read lock and re-anchors code that only moved after it."""
+checks, conflicts, annotations) as one `Page`, and memories read by id. Each reads under one
+read lock and re-anchors code that only moved after it. Listing without ranking: listing.py."""
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -230,50 +230,3 @@ def _shown(store: MemoryStore, m: Memory, code: Checks, found: list[Conflict],
 
 def _visible(m: Memory | None, workspace: str) -> bool:
     return m is not None and m.workspace == workspace
-
-
-# -- list ------------------------------------------------------------------------------------
-
-Order = Literal["recent", "created", "importance", "accessed"]
-ORDERS: dict[str, Callable[[Memory], tuple[Any, ...]]] = {
-    "recent": lambda m: (m.updated_at, m.id),
-    "created": lambda m: (m.created_at, m.id),
-    "importance": lambda m: (m.importance, m.updated_at, m.id),
-    "accessed": lambda m: (m.access_count, m.updated_at, m.id),
-}
-
-
-@dataclass(frozen=True)
-class Listing:
-    memories: list[Memory]
-    total: int  # memories the filter admits
-    offset: int
-    has_more: bool
-
-
-@dataclass(frozen=True)
-class ListAsk:
-    """What memory_list asks. None: MEMORY_LIST_LIMIT."""
-    order_by: Order = "recent"
-    category: str | None = None
-    topic: str | None = None
-    min_importance: int = 1
-    via: str | None = None
-    client: str | None = None
-    limit: int | None = None
-    offset: int = 0
-
-
-def list_memories(ctx: CallContext, ask: ListAsk) -> Listing:
-    """The workspace's memories the filter admits, in `order_by` order, one page of them."""
-    limit = ask.limit or ctx.settings.list_limit
-    topic = normalise_tags([ask.topic])[0] if (ask.topic or "").strip() else None
-    flt = SearchFilter(workspace=ctx.workspace, category=ask.category,
-                       tags=[topic] if topic else [], min_importance=ask.min_importance,
-                       via=ask.via, client=ask.client)
-    store = ctx.store
-    with store.reading():
-        rows = [m for m in store.in_scope(ctx.workspace) if flt.admits(m)]
-    rows.sort(key=ORDERS[ask.order_by], reverse=True)
-    return Listing(rows[ask.offset:ask.offset + limit], len(rows), ask.offset,
-                   ask.offset + limit < len(rows))

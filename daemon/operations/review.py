@@ -20,7 +20,6 @@ from ..curation.conflicts import conflicts
 from ..store.changes import Changes
 from ..store.neighbours import ConflictFlag
 from ..store.store import MemoryStore
-from ..team.format import TEAM_SESSION
 from .code_checks import stale
 from .context import CallContext
 
@@ -31,8 +30,7 @@ STALE_LISTED: Final = 20
 
 def came_unasked(m: Memory) -> bool:
     """Written by a hook, or brought in from a teammate's shared file."""
-    return m.origin_via == "hook" or (m.origin_via == "import" and
-                                      m.origin_session == TEAM_SESSION)
+    return m.origin_via == "hook" or m.from_team
 
 
 @dataclass

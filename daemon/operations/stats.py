@@ -25,6 +25,7 @@ class Stats:
     census: dict[str, int | bool]  # index_census()
     owners: dict[str, int]  # workspace -> memories, of every workspace in the database file
     team_warnings: list[str]  # shared files that could not be imported
+    team_synced_at: datetime | None  # when the shared folder was last read
 
 
 def stats(ctx: CallContext) -> Stats:
@@ -41,7 +42,8 @@ def stats(ctx: CallContext) -> Stats:
         newest = max((m.updated_at for m in mine), default=None)
         shared = sum(m.scope == "shared" for m in mine)
     return Stats(len(mine), shared, dict(sorted(categories.items())), topics, top, newest,
-                 census, owners, team.warnings(store, ctx.workspace))
+                 census, owners, team.warnings(store, ctx.workspace),
+                 team.last_synced(store, ctx.workspace))
 
 
 def index_census(store: MemoryStore) -> dict[str, int | bool]:

@@ -73,7 +73,8 @@ class SearchFilter:
                 and (self.category is None or m.category == self.category)
                 and (not self.tags or any(t in m.tags for t in self.tags))
                 and m.importance >= self.min_importance
-                and (self.via is None or m.origin_via == self.via)
+                and (self.via is None or m.origin_via == self.via
+                     or (self.via == "team" and m.from_team))
                 and (self.client is None or m.origin_client == self.client))
 
 

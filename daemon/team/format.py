@@ -106,13 +106,10 @@ def dump(s: Shared) -> bytes:
     return (json.dumps(doc, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode()
 
 
-TEAM_SESSION = "team"  # origin session of memories a teammate's file brought in
-
-
 def author_of(m: Memory, user: str) -> str:
     """Who wrote it: a teammate's name as their file gave it, else this machine's user and
     the client it used (never a path)."""
-    if m.origin_via == "import" and m.origin_session == TEAM_SESSION:
+    if m.from_team:
         return m.origin_client
     if m.origin_client and user:
         return f"{user} ({m.origin_client})"

@@ -5,6 +5,7 @@ opened again reads every file again, as after a restart."""
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from ..core.records import Memory
 from ..store.changes import Changes
@@ -27,6 +28,7 @@ class FolderState:
     problems: dict[str, str] = field(default_factory=dict)  # file name -> what is wrong
     ignored: dict[str, str] = field(default_factory=dict)  # gid -> why its file changed nothing
     unreported: list[Report] = field(default_factory=list)  # reports memory_sync has not shown
+    synced_at: datetime | None = None  # when a sync last finished reading the folder
     lock: threading.Lock = field(default_factory=threading.Lock)  # one sync at a time
 
     def keep_report(self, report: Report) -> None:

@@ -21,13 +21,14 @@ import json
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 import numpy.typing as npt
 
 from ..core.anchors import NO_CODE, Anchor, CodeContext
 from ..core.config import Settings
-from ..core.records import Memory, Origin, content_hash
+from ..core.records import TEAM_SESSION, Memory, Origin, content_hash, utcnow
 from ..curation import admission
 from ..curation.conflicts import with_resolutions
 from ..curation.ingest import Item, Outcome, ingest
@@ -35,7 +36,6 @@ from ..store.changes import Changes, Edge
 from ..store.store import MemoryStore
 from . import folder
 from .format import (
-    TEAM_SESSION,
     Shared,
     Unreadable,
     file_name,
@@ -76,6 +76,11 @@ _WHY_IGNORED: dict[Ignoring, str] = {
 def warnings(store: MemoryStore, workspace: str) -> list[str]:
     """The shared files that could not be imported (memory_stats, doctor)."""
     return _warnings(folder_state(store, workspace))
+
+
+def last_synced(store: MemoryStore, workspace: str) -> datetime | None:
+    """When this store last finished a sync of the workspace's folder (since it opened)."""
+    return folder_state(store, workspace).synced_at
 
 
 def _warnings(state: FolderState) -> list[str]:
@@ -202,6 +207,7 @@ def record(state: FolderState, pulled: Pulled, seen_before: dict[str, FileStamp]
                  if g in listed.files and seen != seen_before.get(g)}
     state.files = {**{g: seen for g, seen in listed.files.items()
                       if file_name(g) not in state.problems}, **rewritten}
+    state.synced_at = utcnow()
     if report:
         state.keep_report(report)
 

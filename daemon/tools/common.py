@@ -13,16 +13,19 @@ from .registry import ToolContext
 MAX_IDS = 500
 # Provenance filters of memory_search and memory_list.
 ORIGIN_FILTERS: dict[str, Any] = {
-    "via": {"type": "string", "enum": [*CLIENT_VIAS, *DAEMON_VIAS],
+    "via": {"type": "string", "enum": [*CLIENT_VIAS, *DAEMON_VIAS, "team"],
             "description": "Only memories written this way: an agent's tool call, "
-                           "memnest-ctl, a hook, memory_import, a raw memory_query."},
+                           "memnest-ctl, a hook, memory_import, a raw memory_query, or "
+                           "`team`: brought in from a teammate's shared file (a kind of "
+                           "import)."},
     "client": {"type": "string", "minLength": 1, "maxLength": 200,
                "description": "Only memories written by this client (as memory_get shows "
                               "it under origin.client, e.g. claude-code)."},
 }
 MAX_QUERY_CHARS = 4000
-# A memory's updated_at as a caller read it: the version a guarded edit or forget names.
-EXPECTED_VERSION: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 64}
+# An ISO 8601 time a caller gives: a memory's updated_at as it read it (the version a guarded
+# edit or forget names), a bound of memory_list.
+TIME_TEXT: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 64}
 
 # The largest integer a JavaScript client holds exactly (Number.MAX_SAFE_INTEGER): every
 # integer a tool takes stays at or below it, so a client never rounds an id.

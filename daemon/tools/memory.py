@@ -1,7 +1,8 @@
 """The core memory tools: store, search, get, list, update, delete. Each reads its arguments
 (a TypedDict beside its JSON schema), calls one operation (daemon/operations/) and shapes
 the JSON it returns."""
-from typing import Any, TypedDict
+from datetime import datetime
+from typing import Any, Literal, TypedDict
 
 from ..core.config import FUSION_MODES
 from ..core.errors import invalid, not_found
@@ -11,14 +12,15 @@ from ..curation.conflicts import SEARCH_CONFLICTS_HINT
 from ..curation.ingest import BRIEF_CONFLICTS_HINT
 from ..operations import recall
 from ..operations.forget import forget
-from ..operations.recall import ORDERS, Fusion, Hit, ListAsk, Order, Page, Query, Shown
+from ..operations.listing import CHECKED_AT_MOST, ORDERS, ListAsk, Order, list_memories
+from ..operations.recall import Fusion, Hit, Page, Query, Shown
 from ..operations.remember import Entry, Remembered, remember
 from ..operations.revise import Change, Result, Revised, revise
+from ..operations.versions import moment
 from .code import code_view
 from .common import (
     ANCHORS,
     CATEGORY,
-    EXPECTED_VERSION,
     ID,
     IDS,
     IMPORTANCE,
@@ -29,6 +31,7 @@ from .common import (
     ORIGIN_FILTERS,
     PREVIEW,
     TAGS,
+    TIME_TEXT,
     noted,
     one_or_many,
     preview_chars,
@@ -255,6 +258,12 @@ class ListArgs(TypedDict, total=False):
     min_importance: int
     via: str
     client: str
+    scope: Scope
+    since: str
+    until: str
+    superseded: bool
+    stale: bool
+    conflicted: bool
     limit: int
     offset: int
     preview_chars: int
@@ -262,8 +271,9 @@ class ListArgs(TypedDict, total=False):
 
 @tool("memory_list",
       "Enumerate memories without ranking: newest first by default, or by importance, "
-      "creation or access count; filter by category, topic (tag) or minimum importance. Pages "
-      "to any depth with `offset`.",
+      "creation or access count; filter by category, topic (tag), importance, provenance, "
+      "scope, when they last changed, whether something replaced them, stale code or an "
+      "unsettled conflict. Pages to any depth with `offset`.",
       {"type": "object",
        "properties": {
            "order_by": {"type": "string", "enum": list(ORDERS)},
@@ -271,6 +281,22 @@ class ListArgs(TypedDict, total=False):
            "topic": {"type": "string", "minLength": 1, "maxLength": 100},
            "min_importance": IMPORTANCE,
            **ORIGIN_FILTERS,
+           "scope": {"type": "string", "enum": ["private", "shared"],
+                     "description": "Only private memories, or only those shared with the "
+                                    "team through .memnest/shared/."},
+           "since": {**TIME_TEXT, "description": "Only memories changed at or after "
+                     "this time (ISO 8601, e.g. 2026-12-01 or 2026-12-01T09:00:00Z)."},
+           "until": {**TIME_TEXT, "description": "Only memories changed before this "
+                     "time (ISO 8601)."},
+           "superseded": {"type": "boolean",
+                          "description": "true: only memories a newer one replaced "
+                                         "(SUPERSEDES); false: only those nothing replaced."},
+           "stale": {"type": "boolean",
+                     "description": "Only memories whose cited code changed or went "
+                                    "(memory_stale groups them by file)."},
+           "conflicted": {"type": "boolean",
+                          "description": "Only memories that look like contradicting "
+                                         "another and are not settled yet."},
            "limit": {"type": "integer", "minimum": 1, "maximum": 500},
            "offset": {"type": "integer", "minimum": 0, "maximum": MAX_SAFE_INT},
            "preview_chars": PREVIEW,
@@ -278,13 +304,27 @@ class ListArgs(TypedDict, total=False):
        "additionalProperties": False},
       read_only=True, idempotent=True)
 def memory_list(ctx: ToolContext, args: ListArgs) -> JSON:
-    listing = recall.list_memories(ctx, ListAsk(
+    listing = list_memories(ctx, ListAsk(
         args.get("order_by", "recent"), args.get("category"), args.get("topic"),
         args.get("min_importance", 1), args.get("via"), args.get("client"),
-        args.get("limit"), args.get("offset", 0)))
+        args.get("limit"), args.get("offset", 0), args.get("scope"),
+        _moment(args, "since"), _moment(args, "until"), args.get("superseded"),
+        args.get("stale", False), args.get("conflicted", False)))
     preview = preview_chars(ctx, args)
-    return {"memories": [m.view(preview) for m in listing.memories], "total": listing.total,
-            "offset": listing.offset, "has_more": listing.has_more}
+    out: JSON = {"memories": [m.view(preview) for m in listing.memories],
+                 "total": listing.total, "offset": listing.offset,
+                 "has_more": listing.has_more}
+    if listing.checked_only is not None:
+        out["checked_only"] = listing.checked_only
+        out["checked_hint"] = (f"stale and conflicted were checked over the first "
+                               f"{CHECKED_AT_MOST} memories in this order only; narrow with "
+                               "since/until, topic or category to see further")
+    return out
+
+
+def _moment(args: ListArgs, key: Literal["since", "until"]) -> datetime | None:
+    text = args.get(key)
+    return None if text is None else moment(text, key)
 
 
 # -- memory_update ---------------------------------------------------------------------------
@@ -318,7 +358,7 @@ _UPDATE: dict[str, Any] = {
                                                       "once you checked the memory still "
                                                       "holds (memory_stale lists them)."},
                    "expected_updated_at": {
-                       **EXPECTED_VERSION,
+                       **TIME_TEXT,
                        "description": "The memory's `updated_at` as you read it (memory_get, "
                                       "memory_list, memory_search): the change is made only "
                                       "if the memory is still that version. If it changed "
@@ -403,9 +443,9 @@ class DeleteArgs(TypedDict, total=False):
        "properties": {
            "id": ID, "ids": IDS,
            "expected_updated_at": {
-               **EXPECTED_VERSION, "type": ["string", "object"],
+               **TIME_TEXT, "type": ["string", "object"],
                "propertyNames": {"pattern": "^[1-9][0-9]{0,15}$"},
-               "additionalProperties": EXPECTED_VERSION, "maxProperties": MAX_IDS,
+               "additionalProperties": TIME_TEXT, "maxProperties": MAX_IDS,
                "description": "The version you read, as memory_get/memory_list show "
                               "`updated_at`: with `id`, that text; with `ids`, an object "
                               "from id to its updated_at (ids left out are deleted "

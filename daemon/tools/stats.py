@@ -17,7 +17,8 @@ class StatsArgs(TypedDict, total=False):
       "Counts for this workspace (memories, categories, topics, most important), the database "
       "location, search index health (`index_health`, and `vector_index` with status ok, "
       "degraded or empty), `db_scope` (whether other workspaces keep memories in the same "
-      "database file), `warnings` and the daemon's runtime.",
+      "database file), `team` (last sync of teammates' files, files that could not be "
+      "imported), `warnings` and the daemon's runtime.",
       {"type": "object", "properties": {}, "additionalProperties": False},
       read_only=True, idempotent=True)
 def memory_stats(ctx: ToolContext, args: StatsArgs) -> dict[str, Any]:
@@ -37,6 +38,7 @@ def memory_stats(ctx: ToolContext, args: StatsArgs) -> dict[str, Any]:
         "db_scope": scope,
         "memories": found.memories,
         "shared_memories": found.shared_memories,
+        "team": {"last_sync": iso(found.team_synced_at), "problems": found.team_warnings},
         "categories": found.categories,
         "topics": len(found.topics),
         "top_topics": dict(sorted(found.topics.items(), key=lambda kv: (-kv[1], kv[0]))[:10]),

@@ -1,11 +1,11 @@
 """operations/recall.py in process: the Page a search returns (ranking, code checks,
-conflicts, notes, census), memories read by id and listed, and what the database keeps."""
+conflicts, notes, census), memories read by id, and what the database keeps."""
 from pathlib import Path
 
 import pytest
 from memnest_daemon.core.errors import ToolError
 from memnest_daemon.operations import recall
-from memnest_daemon.operations.recall import ListAsk, Query
+from memnest_daemon.operations.recall import Query
 from memnest_daemon.operations.remember import Entry, remember
 from memnest_daemon.store.changes import Changes
 
@@ -124,17 +124,3 @@ def test_get_reads_the_workspace_memories_with_their_links(ctx):
     assert shown[a].edges == [{"type": "SUPERSEDES", "from_id": b, "to_id": a}]
     assert recall.get(ctx, [a], edges=False).shown[0].edges is None
     assert ctx.store.catalog[a].access_count == 2 and ctx.store.catalog[foreign].access_count == 0
-
-
-def test_list_orders_filters_and_pages(ctx):
-    low = _store(ctx, WEBHOOKS, importance=1)[0]
-    high = _store(ctx, FRONTEND, importance=5, tags=["Build"])[0]
-    mid = _store(ctx, POSTGRES, importance=3)[0]
-    recent = recall.list_memories(ctx, ListAsk())
-    assert [m.id for m in recent.memories] == [mid, high, low] and recent.total == 3
-    by_importance = recall.list_memories(ctx, ListAsk(order_by="importance", limit=2))
-    assert [m.id for m in by_importance.memories] == [high, mid] and by_importance.has_more
-    tagged = recall.list_memories(ctx, ListAsk(topic=" BUILD "))
-    assert [m.id for m in tagged.memories] == [high]
-    page = recall.list_memories(ctx, ListAsk(offset=2))
-    assert [m.id for m in page.memories] == [low] and not page.has_more and page.offset == 2
