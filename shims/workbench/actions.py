@@ -4,7 +4,7 @@ one write path. An edit or a forget names the version of the memory the page sho
 (`updated_at`); the daemon refuses it when the memory changed since, and the page shows the
 new version beside the person's draft instead of overwriting an agent's or another tab's
 write. Afterwards the browser is sent back (303) to the page the form came from."""
-from typing import Final
+from typing import Any, Final
 from urllib.parse import urlencode
 
 from starlette.datastructures import FormData
@@ -16,6 +16,7 @@ from .pages import page
 from .views import CATEGORIES, link_of, team_state, workspace_of
 
 MAX_TAGS: Final = 50
+PROPOSALS_SHOWN: Final = 20  # of dream's merges and prunes, each with its memories' text
 
 
 def _back(form: FormData, fallback: str, done: str) -> RedirectResponse:
@@ -162,7 +163,27 @@ async def sync(request: Request) -> Response:
 async def dream(request: Request) -> Response:
     form = await request.form()
     dry_run = form.get("run") != "1"
-    report = link_of(request).call("memory_dream", {"dry_run": dry_run, "force": True},
-                                   workspace_of(request))
-    return page(request, "dream.html", ws=workspace_of(request), report=report,
-                dry_run=dry_run)
+    ws, link = workspace_of(request), link_of(request)
+    report = link.call("memory_dream", {"dry_run": dry_run, "force": True}, ws)
+    merges = _proposed_merges(report)[:PROPOSALS_SHOWN] if dry_run else []
+    prunes = [int(i) for i in report.get("would_prune", [])][:PROPOSALS_SHOWN] \
+        if dry_run else []
+    wanted = sorted({*(i for m in merges for i in m["pair"]), *prunes})
+    got = link.call("memory_get", {"ids": wanted, "include_edges": False}, ws) \
+        if wanted else {}
+    shown = {m["id"]: m for m in got.get("memories", [])}
+    return page(request, "dream.html", ws=ws, report=report, dry_run=dry_run, shown=shown,
+                merges=[m for m in merges if all(i in shown for i in m["pair"])],
+                prunes=[shown[i] for i in prunes if i in shown])
+
+
+def _proposed_merges(report: ToolResult) -> list[dict[str, Any]]:
+    """The pairs a dry run found alike: those it would merge by itself, then those in the
+    clusters it leaves to a person. Each: pair (the one to keep first), similarity, own."""
+    out = [{"pair": [int(m["survivor"]), int(m["absorbed"])],
+            "similarity": float(m["similarity"]), "own": True}
+           for m in report.get("would_merge", [])]
+    out += [{"pair": [int(i) for i in p["ids"]][:2], "similarity": float(p["similarity"]),
+             "own": False}
+            for c in report.get("clusters", []) for p in c.get("pairs", [])]
+    return out

@@ -3,6 +3,7 @@ the review queue, team and dream. Each is a URL that can be bookmarked; what it 
 from one or a few tool calls, rendered by pages.py."""
 import re
 from dataclasses import dataclass
+from datetime import date, timedelta
 from typing import Any, Final
 
 from starlette.requests import Request
@@ -17,8 +18,11 @@ PREVIEW_CHARS: Final = 400
 SEARCH_DEPTH: Final = 10_000  # memory_search pages no deeper
 ORDERS: Final = ("recent", "created", "importance", "accessed")
 CATEGORIES: Final = ("learning", "preference", "decision", "pattern", "general")
-VIAS: Final = ("agent", "cli", "hook", "import", "query")
+VIAS: Final = ("agent", "cli", "hook", "import", "team", "query")
 SCOPES: Final = ("private", "shared")
+# "Only": what memory_list's boolean filters select, by the word the page shows.
+STATES: Final = {"stale": {"stale": True}, "conflicted": {"conflicted": True},
+                 "superseded": {"superseded": True}, "current": {"superseded": False}}
 # What a redirect after a change says, by the code it puts in `done`.
 NOTICES: Final = {
     "saved": "Saved.", "forgot": "Forgotten.", "shared": "Shared with the team.",
@@ -41,6 +45,9 @@ class ListQuery:
     category: str
     scope: str
     via: str
+    state: str
+    since: str  # a day, YYYY-MM-DD: changed on or after it
+    until: str  # a day: changed on or before it
     order: str
     page: int
 
@@ -50,6 +57,8 @@ class ListQuery:
         return cls(q=p.get("q", "").strip()[:1000], tag=p.get("tag", "").strip()[:100],
                    category=_one_of(p.get("category"), CATEGORIES),
                    scope=_one_of(p.get("scope"), SCOPES), via=_one_of(p.get("via"), VIAS),
+                   state=_one_of(p.get("state"), tuple(STATES)),
+                   since=_day(p.get("since")), until=_day(p.get("until")),
                    order=_one_of(p.get("order"), ORDERS) or "recent",
                    page=max(1, min(_whole(p.get("page"), 1), 10**9)))
 
@@ -57,6 +66,7 @@ class ListQuery:
         """The query string that brings this view back."""
         kept = {"ws": ws if ws != home else "", "q": self.q, "tag": self.tag,
                 "category": self.category, "scope": self.scope, "via": self.via,
+                "state": self.state, "since": self.since, "until": self.until,
                 "order": self.order if self.order != "recent" else ""}
         return {k: v for k, v in kept.items() if v}
 
@@ -68,6 +78,30 @@ class ListQuery:
         if self.via:
             out["via"] = self.via
         return out
+
+    @property
+    def narrowed(self) -> bool:
+        return any((self.q, self.tag, self.category, self.scope, self.via, self.state,
+                    self.since, self.until))
+
+    def listing_filters(self) -> ToolArguments:
+        """What memory_list takes beyond filters(): scope, state and the days."""
+        out: ToolArguments = {**STATES.get(self.state, {})}
+        if self.scope:
+            out["scope"] = self.scope
+        if self.since:
+            out["since"] = self.since
+        last = date.fromisoformat(self.until) if self.until else date.max
+        if last < date.max:  # the whole day: memory_list's bound is exclusive
+            out["until"] = (last + timedelta(days=1)).isoformat()
+        return out
+
+
+def _day(text: str | None) -> str:
+    try:
+        return date.fromisoformat(text).isoformat() if text and len(text) == 10 else ""
+    except ValueError:
+        return ""
 
 
 def _one_of(value: str | None, allowed: tuple[str, ...]) -> str:
@@ -103,17 +137,17 @@ def memories(request: Request) -> Response:
                 params=ask.params(ws, link_of(request).home), rows=rows,
                 total=found.get("total"), has_more=bool(found.get("has_more")),
                 offset=offset, page_size=PAGE_SIZE, orders=ORDERS, categories=CATEGORIES,
-                vias=VIAS, scopes=SCOPES, why=_reasons(ask.q, rows) if ask.q else {},
+                vias=VIAS, scopes=SCOPES, states=tuple(STATES),
+                checked_only=found.get("checked_only"), why=_reasons(ask.q, rows) if ask.q else {},
                 notice=NOTICES.get(request.query_params.get("done", ""), ""))
 
 
 def _listing(request: Request, ask: ListQuery, ws: str, offset: int) -> ToolResult:
     arguments: ToolArguments = {"order_by": ask.order, "limit": PAGE_SIZE, "offset": offset,
-                                "preview_chars": PREVIEW_CHARS, **ask.filters()}
+                                "preview_chars": PREVIEW_CHARS, **ask.filters(),
+                                **ask.listing_filters()}
     if ask.tag:
         arguments["topic"] = ask.tag
-    if ask.scope:
-        arguments["scope"] = ask.scope
     return link_of(request).call("memory_list", arguments, ws)
 
 
@@ -124,10 +158,19 @@ def _search(request: Request, ask: ListQuery, ws: str, offset: int) -> ToolResul
     if ask.tag:
         arguments["tags"] = [ask.tag]
     found = link_of(request).call("memory_search", arguments, ws)
-    if ask.scope:  # memory_search has no scope filter: keep this page's hits of that scope
-        found["results"] = [r for r in found.get("results", [])
-                            if r.get("scope", "private") == ask.scope]
+    # memory_search ranks by meaning and has no filter for these: keep this page's hits
+    found["results"] = [r for r in found.get("results", []) if _hit_admitted(ask, r)]
     return found
+
+
+def _hit_admitted(ask: ListQuery, hit: ToolResult) -> bool:
+    code = hit.get("code") or {}
+    state = {"stale": "verify" in code, "conflicted": bool(hit.get("conflicts")),
+             "superseded": bool(hit.get("superseded")), "current": not hit.get("superseded")}
+    day = str(hit.get("updated_at", ""))[:10]
+    return ((not ask.scope or hit.get("scope", "private") == ask.scope)
+            and (not ask.state or state[ask.state])
+            and (not ask.since or day >= ask.since) and (not ask.until or day <= ask.until))
 
 
 def _reasons(query: str, rows: list[ToolResult]) -> dict[int, list[str]]:
@@ -219,7 +262,8 @@ def team(request: Request) -> Response:
 
 
 def dream(request: Request) -> Response:
-    return page(request, "dream.html", ws=workspace_of(request), report=None, dry_run=True)
+    return page(request, "dream.html", ws=workspace_of(request), report=None, dry_run=True,
+                notice=NOTICES.get(request.query_params.get("done", ""), ""))
 
 
 def graph(request: Request) -> Response:

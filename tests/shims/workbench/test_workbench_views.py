@@ -18,6 +18,18 @@ def test_unknown_or_hostile_values_fall_back_to_the_defaults():
     assert ListQuery.read(request("page=abc")).page == 1
 
 
+def test_state_and_days_become_memory_lists_filters_and_bad_ones_are_dropped():
+    ask = ListQuery.read(request("state=superseded&since=2026-12-01&until=2026-12-31"
+                                 "&scope=shared"))
+    assert ask.listing_filters() == {"superseded": True, "scope": "shared",
+                                     "since": "2026-12-01", "until": "2027-01-01"}
+    assert ListQuery.read(request("state=current")).listing_filters() == {"superseded": False}
+    hostile = ListQuery.read(request("state=<b>&since=2026-02-30&until=" + "9" * 5000))
+    assert (hostile.state, hostile.since, hostile.until) == ("", "", "")
+    assert hostile.listing_filters() == {} and not hostile.narrowed
+    assert ListQuery.read(request("until=9999-12-31")).listing_filters() == {}
+
+
 def test_a_views_address_keeps_only_what_differs_from_the_default():
     ask = ListQuery.read(request("q=deploy&category=decision&order=recent"))
     assert ask.params("/home", "/home") == {"q": "deploy", "category": "decision"}
