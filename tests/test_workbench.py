@@ -2,14 +2,15 @@
 workbench process, over a real daemon. Whatever the browser changes is then read back through
 the real MCP shim (memory_get, memory_search) and again after the daemon restarts."""
 import os
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import anyio
 import pytest
 from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.expected_conditions import staleness_of
 from selenium.webdriver.support.ui import Select, WebDriverWait
-
 from support import ROOT, Workbench, result_json, selenium_chrome
 
 pytestmark = pytest.mark.timeout(1800)  # the first use may install Chromium with apt-get
@@ -51,7 +52,7 @@ def mcp_calls(daemon, workspace: Path, *calls: tuple[str, dict]) -> list:
         async with daemon.mcp(workspace, MEMORY_WORKSPACE=str(workspace)) as session:
             for tool, arguments in calls:
                 result = await session.call_tool(tool, arguments)
-                out.append(result.content[0].text if result.isError else result_json(result))
+                out.append(result.content[0].text if result.is_error else result_json(result))
         return out
     return anyio.run(run)
 
@@ -59,6 +60,9 @@ def mcp_calls(daemon, workspace: Path, *calls: tuple[str, dict]) -> list:
 def shot(browser, name: str) -> None:
     if SHOTS is not None:
         SHOTS.mkdir(parents=True, exist_ok=True)
+        # a picture for the README shows no path of this machine
+        browser.execute_script("document.querySelectorAll('.workspace code').forEach("
+                               "c => { c.textContent = '~/code/shop'; })")
         browser.save_screenshot(str(SHOTS / f"workbench-{name}.png"))
 
 
@@ -72,8 +76,23 @@ def wait_for(browser, css: str, timeout: float = 10):
         raise AssertionError(f"no {css} at {browser.current_url}:\n{text}") from None
 
 
-def no_errors_in_console(browser) -> None:
-    logged = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+def load(browser, element) -> None:
+    """Click (or submit) `element` and wait until the page it was on has gone, so what is
+    looked for next is on the new page, not a notice left on the old one."""
+    page = browser.find_element(By.TAG_NAME, "html")
+    if element.tag_name in ("input", "textarea"):
+        element.submit()
+    else:
+        element.click()
+    WebDriverWait(browser, 10).until(staleness_of(page))
+
+
+def no_errors_in_console(browser, but_status: int | None = None) -> None:
+    """Nothing logged as an error; `but_status`: except the browser noting a page that
+    answered with that status."""
+    logged = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"
+              and not (but_status and e["source"] == "network"
+                       and f"status of {but_status} " in e["message"])]
     assert logged == []
 
 
@@ -87,7 +106,7 @@ def test_search_filter_edit_share_and_forget_hold_through_mcp_and_a_restart(benc
     # search: the same ranking as memory_search, and why each hit came back
     box = browser.find_element(By.NAME, "q")
     box.send_keys("how do we deploy")
-    box.submit()
+    load(browser, box)
     first = wait_for(browser, "#rows li.memory")
     assert first.get_attribute("id") == f"m{deploy}"
     assert "matched: deploy" in first.find_element(By.CSS_SELECTOR, ".why").text
@@ -100,7 +119,7 @@ def test_search_filter_edit_share_and_forget_hold_through_mcp_and_a_restart(benc
     # filter by category, from the form; the URL carries it
     browser.get(ui.base + "/")
     Select(browser.find_element(By.NAME, "category")).select_by_visible_text("preference")
-    browser.find_element(By.CSS_SELECTOR, "form.filters button").click()
+    load(browser, browser.find_element(By.CSS_SELECTOR, "form.filters button"))
     wait_for(browser, f"#m{style}")
     assert "category=preference" in browser.current_url
     assert [e.get_attribute("id") for e in browser.find_elements(
@@ -115,23 +134,23 @@ def test_search_filter_edit_share_and_forget_hold_through_mcp_and_a_restart(benc
     tags.clear()
     tags.send_keys("billing, payments")
     Select(browser.find_element(By.ID, "edit-importance")).select_by_visible_text("5")
-    browser.find_element(By.CSS_SELECTOR, "form.edit button").click()
+    load(browser, browser.find_element(By.CSS_SELECTOR, "form.edit button"))
     assert wait_for(browser, ".notice").text == "Saved."
     shot(browser, "memory")
 
     # share, then forget one memory with confirmation and two in bulk
-    browser.find_element(By.ID, "share").click()
+    load(browser, browser.find_element(By.ID, "share"))
     assert wait_for(browser, ".notice").text == "Shared with the team."
     browser.get(f"{ui.base}/memory/{style}")
-    browser.find_element(By.ID, "forget").click()
-    wait_for(browser, "#confirm-forget").click()
+    load(browser, browser.find_element(By.ID, "forget"))
+    load(browser, wait_for(browser, "#confirm-forget"))
     assert wait_for(browser, ".notice").text == "Forgotten."
     browser.get(ui.base + "/")
     for memory_id in (deploy, staging):
         browser.find_element(By.ID, f"pick{memory_id}").click()
-    browser.find_element(By.CSS_SELECTOR, "button[form=bulk]").click()
+    load(browser, browser.find_element(By.CSS_SELECTOR, "button[form=bulk]"))
     assert wait_for(browser, "h1").text == "Forget 2 memories?"
-    browser.find_element(By.ID, "confirm-forget").click()
+    load(browser, browser.find_element(By.ID, "confirm-forget"))
     wait_for(browser, ".notice")
     assert [e.get_attribute("id") for e in browser.find_elements(
         By.CSS_SELECTOR, "#rows li.memory")] == [f"m{billing}"]
@@ -145,7 +164,8 @@ def test_search_filter_edit_share_and_forget_hold_through_mcp_and_a_restart(benc
         assert got["content"] == ("The billing service retries a failed charge five times, "
                                   "then alerts")
         assert got["tags"] == ["billing", "payments"] and got["importance"] == 5
-        assert got["scope"] == "shared" and got["origin"]["client"] == "memnest-workbench"
+        assert got["scope"] == "shared"
+        assert "origin" not in got  # an edit keeps who wrote it (here: nobody said)
         assert search["results"][0]["id"] == billing
         assert gone["memories"] == [] and sorted(gone["missing"]) == sorted(
             [deploy, style, staging])
@@ -167,16 +187,118 @@ def test_what_an_agent_writes_appears_without_a_reload(bench):
     assert "of 5" in browser.find_element(By.ID, "count").text
 
 
+def shown_ids(browser) -> list[str]:
+    return [e.get_attribute("id") for e in browser.find_elements(By.CSS_SELECTOR,
+                                                                 "#rows li.memory")]
+
+
+def test_the_state_and_day_filters_narrow_the_list_and_a_search(bench):
+    daemon, workspace, ui, browser, client, ids = bench
+    deploy, billing, style, staging = ids
+    client.call_tool("memory_relate", {"from_id": staging, "to_id": billing,
+                                     "relationship": "SUPERSEDES"}, str(workspace))
+    browser.get(ui.base + "/")
+    Select(browser.find_element(By.NAME, "state")).select_by_visible_text("superseded")
+    load(browser, browser.find_element(By.CSS_SELECTOR, "form.filters button"))
+    assert "state=superseded" in browser.current_url
+    assert shown_ids(browser) == [f"m{billing}"]
+    browser.get(ui.base + "/?state=current")
+    assert sorted(shown_ids(browser)) == sorted(f"m{i}" for i in (deploy, style, staging))
+    browser.get(ui.base + "/?q=billing+charge+retries&state=superseded")
+    assert shown_ids(browser) == [f"m{billing}"]
+    today = datetime.now(timezone.utc).date()
+    browser.get(f"{ui.base}/?until={today - timedelta(days=1)}")
+    assert shown_ids(browser) == []
+    browser.get(f"{ui.base}/?since={today}&until={today}")
+    assert len(shown_ids(browser)) == 4
+    browser.get(f"{ui.base}/?since=not-a-day")  # ignored, not a traceback
+    assert len(shown_ids(browser)) == 4
+    no_errors_in_console(browser)
+
+
 def test_unsharing_from_the_team_page(bench):
     daemon, workspace, ui, browser, client, ids = bench
     client.call_tool("memory_share", {"id": ids[0]}, str(workspace))
     browser.get(ui.base + "/team")
     assert "1 of 4 memories are shared" in browser.find_element(By.TAG_NAME, "main").text
     shot(browser, "team")
-    browser.find_element(By.CSS_SELECTOR, "main form button[type=submit]:not(#sync)").click()
+    load(browser, browser.find_element(By.CSS_SELECTOR,
+                                       "main form button[type=submit]:not(#sync)"))
     wait_for(browser, ".notice")
     got, = mcp_calls(daemon, workspace, ("memory_get", {"id": ids[0]}))
     assert got.get("scope", "private") == "private"
+
+
+def test_an_edit_of_a_memory_an_agent_changed_meanwhile_is_refused_not_lost(bench):
+    daemon, workspace, ui, browser, client, ids = bench
+    billing = ids[1]
+    browser.get(f"{ui.base}/memory/{billing}")
+    agents = "The billing service retries a failed charge four times"
+    mcp_calls(daemon, workspace, ("memory_update", {"id": billing, "content": agents}))
+    text = browser.find_element(By.ID, "edit-content")
+    text.clear()
+    text.send_keys("The billing service never retries")
+    load(browser, browser.find_element(By.CSS_SELECTOR, "form.edit button"))
+    assert "nothing was saved" in wait_for(browser, "#conflict").text
+    assert agents in browser.find_element(By.TAG_NAME, "main").text  # the version now
+    assert browser.find_element(By.ID, "edit-content").get_attribute("value") == \
+        "The billing service never retries"  # the draft, to save again on purpose
+    # forgetting it from a page loaded before the change is refused too
+    browser.get(f"{ui.base}/forget?id={billing}")
+    mcp_calls(daemon, workspace, ("memory_update", {"id": billing, "importance": 5}))
+    load(browser, browser.find_element(By.ID, "confirm-forget"))
+    assert "nothing was saved" in wait_for(browser, "#conflict").text
+    no_errors_in_console(browser, but_status=409)
+    daemon.stop()
+    daemon.start()
+    got, = mcp_calls(daemon, workspace, ("memory_get", {"id": billing}))
+    assert got["content"] == agents and got["importance"] == 5
+
+
+def test_the_team_page_shows_the_last_sync_and_files_that_could_not_come_in(bench):
+    daemon, workspace, ui, browser, client, ids = bench
+    broken = workspace / ".memnest" / "shared" / f"{'ab' * 16}.json"
+    broken.parent.mkdir(parents=True, exist_ok=True)
+    broken.write_text('<<<<<<< HEAD\n{"content": "ours"}\n=======\n{"content": "theirs"}\n'
+                      '>>>>>>> main\n')
+    browser.get(ui.base + "/team")
+    load(browser, browser.find_element(By.ID, "sync"))
+    assert "last brought in at" in browser.find_element(By.ID, "last-sync").text
+    problems = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "ul.problems li")]
+    assert len(problems) == 1 and broken.name in problems[0] and "conflict" in problems[0]
+    browser.get(ui.base + "/team")  # the problem stays in view, not only after a sync
+    assert len(browser.find_elements(By.CSS_SELECTOR, "ul.problems li")) == 1
+    assert "<<<<<<<" in broken.read_text()  # never written over
+
+
+def test_dream_proposes_a_merge_from_the_review_page_and_the_person_makes_it(bench):
+    daemon, workspace, ui, browser, client, ids = bench
+    stored = client.call_tool("memory_store", {"items": [
+        {"content": "The integration tests need Docker running locally", "tags": ["tests"]},
+        {"content": "The integration tests need Docker running locally!", "tags": ["docker"]},
+    ]}, str(workspace))["results"]
+    a, b = (r["id"] for r in stored)
+    assert a != b
+    browser.get(ui.base + "/review")
+    load(browser, browser.find_element(By.ID, "ask-dream"))
+    proposal = wait_for(browser, ".proposal")
+    survivor, absorbed = map(int, proposal.get_attribute("id")[len("merge"):].split("-"))
+    assert {survivor, absorbed} == {a, b}
+    assert "Docker running locally" in proposal.text
+    # a dry run changed nothing
+    assert len(mcp_calls(daemon, workspace, ("memory_get", {"ids": [a, b]}))[0]["memories"]) == 2
+    load(browser, proposal.find_element(By.XPATH, f".//button[text()='Merge into #{survivor}']"))
+    assert wait_for(browser, ".notice").text == "Merged."
+    no_errors_in_console(browser)
+
+    def check():
+        kept, gone = mcp_calls(daemon, workspace, ("memory_get", {"id": survivor}),
+                               ("memory_get", {"id": absorbed}))
+        assert sorted(kept["tags"]) == ["docker", "tests"] and "no memory with id" in gone
+    check()
+    daemon.stop()
+    daemon.start()
+    check()
 
 
 def test_an_unknown_memory_or_workspace_is_a_page_not_a_traceback(bench):
@@ -213,9 +335,12 @@ def test_main_views_have_no_serious_accessibility_violations(bench):
                                       "tags": ["api"]}, str(workspace))
     found = {}
     for path in ("/", "/?q=rate+limit", f"/memory/{ids[0]}", f"/forget?id={ids[0]}",
-                 "/workspaces", "/dream"):
+                 "/workspaces", "/dream", "/review", "/team"):
         browser.get(ui.base + path)
         found[path] = serious_violations(browser)
+    browser.get(ui.base + "/review")
+    load(browser, browser.find_element(By.ID, "ask-dream"))  # a dry run's proposals
+    found["/dream (a dry run)"] = serious_violations(browser)
     assert found == {path: [] for path in found}
 
 
@@ -226,7 +351,7 @@ def test_workspaces_lists_the_open_ones_with_counts_and_health(bench):
                if str(workspace) in r.text)
     cells = [c.text for c in row.find_elements(By.TAG_NAME, "td")]
     assert cells[1] == "4" and cells[2] == "healthy"
-    row.find_element(By.TAG_NAME, "a").click()
+    load(browser, row.find_element(By.TAG_NAME, "a"))
     assert len(wait_for(browser, "#rows").find_elements(By.CSS_SELECTOR, "li.memory")) == 4
 
 
@@ -248,17 +373,17 @@ def test_review_keeps_and_discards_what_hooks_captured(bench):
     pair = browser.find_element(By.CSS_SELECTOR, ".pair").text
     assert "100 requests" in pair and "500 requests" in pair
     shot(browser, "review")
-    browser.find_element(By.ID, f"keep{captured[0]}").click()
+    load(browser, browser.find_element(By.ID, f"keep{captured[0]}"))
     assert wait_for(browser, ".notice").text == "Marked as reviewed."
-    browser.find_element(By.ID, f"discard{captured[1]}").click()
+    load(browser, browser.find_element(By.ID, f"discard{captured[1]}"))
     assert wait_for(browser, ".notice").text == "Forgotten."
     assert "/review" in browser.current_url
     left = [e.get_attribute("id") for e in browser.find_elements(By.CSS_SELECTOR,
                                                                   "#added-h ~ ol li")]
     assert left == [f"r{captured[3]}", f"r{captured[2]}"]
     # settle the disagreement: the newer one replaces the older
-    browser.find_element(By.XPATH, f"//button[text()='#{captured[3]} replaces "
-                                   f"#{captured[2]}']").click()
+    load(browser, browser.find_element(By.XPATH, f"//button[text()='#{captured[3]} replaces "
+                                                 f"#{captured[2]}']"))
     wait_for(browser, ".notice")
     assert browser.find_elements(By.CSS_SELECTOR, ".pair") == []
     no_errors_in_console(browser)
@@ -276,6 +401,6 @@ def test_review_keeps_and_discards_what_hooks_captured(bench):
     daemon.start()
     check()
     browser.get(ui.base + "/review")
-    browser.find_element(By.ID, "keep-all").click()
+    load(browser, browser.find_element(By.ID, "keep-all"))
     assert wait_for(browser, ".notice").text == "Marked as reviewed."
     assert "Nothing waits for review." in browser.find_element(By.TAG_NAME, "main").text

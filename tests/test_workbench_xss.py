@@ -43,7 +43,10 @@ def hostile(daemon, chromium, tmp_path_factory):
     client = daemon.client()
     items = [{"content": f"Note {n}: {text}", "tags": TAGS, "keep_as_is": True}
              for n, text in enumerate(CORPUS)]
-    stored = client.call_tool("memory_store", {"items": items}, str(workspace))["results"]
+    hook = {"via": "hook", "client": "claude-code", "session": "s-xss"}  # for /review
+    stored = [*client.call_tool("memory_store", {"items": items[:12]}, str(workspace))["results"],
+              *client.call_tool("memory_store", {"items": items[12:]}, str(workspace),
+                                origin=hook)["results"]]
     ids = [r["id"] for r in stored if r.get("id")]
     assert len(ids) == len(CORPUS), stored
     got = client.call_tool("memory_get", {"ids": ids, "include_edges": False},
@@ -87,7 +90,8 @@ def nothing_ran(browser, where: str) -> None:
 
 def test_hostile_text_is_shown_as_text_on_every_view(hostile):
     ui, browser, texts, tags = hostile
-    for path in ("/", "/?q=note+script+click", "/?order=importance",
+    for path in ("/", "/?q=note+script+click", "/?order=importance", "/team", "/review",
+                 "/?state=current&since=2020-01-01",
                  "/forget?" + "&".join(f"id={i}" for i in texts), "/?tag=%3Cb%3Ebold%3C%2Fb%3E"):
         browser.get(ui.base + path)
         nothing_ran(browser, path)
