@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DAEMON_LAYERS = {
     "core": 0,
     "storage": 1, "model": 1, "cypher": 1,
-    "search": 2, "code": 2,
+    "search": 2, "code": 2, "sources": 2,
     "store": 3,
     "curation": 4,
     "team": 4.5,
