@@ -1,6 +1,7 @@
 """Every way text enters a store passes the same admission (daemon/curation/admission.py):
-one hostile corpus walked through memory_store, memory_update, memory_import, a teammate's
-shared file and a raw memory_query write. Each path keeps exactly what admission keeps,
+one hostile corpus walked through memory_store, memory_update, memory_import (an export file,
+and another tool's file: an AGENTS.md), a teammate's shared file and a raw memory_query
+write. Each path keeps exactly what admission keeps,
 refuses what it refuses with an error that says why, and flags what it flags."""
 import json
 from pathlib import Path
@@ -35,7 +36,7 @@ HOSTILE = [
     ("surrogate", "broken \ud800 text", []),
     ("oversized", "x" * (LIMIT + 1), []),
 ]
-PATHS = ["store", "update", "import", "team", "query"]
+PATHS = ["store", "update", "import", "source", "team", "query"]
 
 
 def _expected(text: str, tags: list[str]):
@@ -61,6 +62,15 @@ def _through(path: str, call, workspace: Path, text: str, tags: list[str]) -> in
             "memories": [{"key": "k", "content": text, "tags": tags}]}))
         call("memory_import", path="export.json")
         return call("memory_list")["memories"][0]["id"]
+    if path == "source":
+        (workspace / "AGENTS.md").write_bytes(text.encode("utf-8", "surrogatepass"))
+        done = call("memory_import", **{"from": "agents-md"})
+        trouble = [*done.get("skipped", {}).values(),
+                   *(row.get("note", "") for row in done["changes"]
+                     if row["action"] == "refused")]
+        if trouble:
+            raise ToolFailure("invalid_argument", trouble[0])
+        return done["changes"][0]["id"]
     if path == "team":
         gid = "ab" * 16
         folder = workspace / ".memnest" / "shared"
@@ -82,6 +92,14 @@ def _through(path: str, call, workspace: Path, text: str, tags: list[str]) -> in
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("name,text,tags", HOSTILE, ids=[h[0] for h in HOSTILE])
 def test_every_write_path_admits_text_alike(call, workspace, path, name, text, tags):
+    if path == "source" and tags:
+        tags = []  # a file's pieces are tagged by the import (kind, file, heading)
+    if path == "source" and name == "oversized":  # a long section is cut, not refused
+        (workspace / "AGENTS.md").write_text(text)
+        done = call("memory_import", **{"from": "agents-md"})
+        sizes = [len(call("memory_get", id=row["id"])["content"]) for row in done["changes"]]
+        assert sizes == [LIMIT, 1]
+        return
     expected = _expected(text, tags)
     if expected is None:
         with pytest.raises(ToolFailure) as failure:
@@ -96,7 +114,7 @@ def test_every_write_path_admits_text_alike(call, workspace, path, name, text, t
     got = call("memory_get", id=memory_id)
     content, kept, flagged = expected
     assert got["content"] == content
-    assert got["tags"] == kept
+    assert got["tags"] == (["agents-md"] if path == "source" else kept)
     assert bool(got.get("untrusted_content")) == flagged, got
     for note in _secrets(8):
         for secret in note.get("secrets", []):

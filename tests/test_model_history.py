@@ -91,6 +91,15 @@ IMPORTED = [
     "Imported: the data warehouse refreshes its materialised views hourly",
     "Imported: new hires get read-only production access for their first week",
 ]
+# Bullets of an AGENTS.md the model imports (memory_import from agents-md): facts unlike
+# the others, with no word that makes them a preference or a decision.
+SOURCE_TEXTS = [
+    "Source: the search service answers from the replica in the second region",
+    "Source: nightly backups are copied to cold storage after seven days",
+    "Source: the status page is updated by the incident commander",
+    "Source: feature flags are evaluated at the edge for anonymous visitors",
+    "Source: the payments sandbox resets its data every Sunday night",
+]
 TAGS = ["ops", "db", "ci", "auth", "billing"]
 # What teammates' files bring: facts of their own, one with a secret and one with a private
 # section (admitted as every write is), and copies of this workspace's own memories.
@@ -660,6 +669,37 @@ class History(RuleBasedStateMachine):
             a, b = ids[x], ids[y]
             if a != b:
                 self.model.verdicts.add((min(a, b), max(a, b)))
+        self.check()
+
+    @rule(data=st.data())
+    def import_agents_md(self, data):
+        """AGENTS.md rewritten with some of SOURCE_TEXTS as bullets, in a drawn order, and
+        imported with prune: afterwards each bullet is one memory holding its text, file
+        and line, and what left the file is forgotten."""
+        picked = data.draw(st.lists(st.sampled_from(SOURCE_TEXTS), min_size=1, max_size=4,
+                                    unique=True))
+        (self.workspace / "AGENTS.md").write_text("".join(f"- {t}\n" for t in picked))
+        out = self.call("memory_import", **{"from": "agents-md", "prune": True})
+        model = self.model.memories
+        for row in out["changes"]:
+            STEPS_RUN[f"import source {row['action']}"] += 1
+            source = row["source"]
+            if row["action"] == "store":
+                assert row["id"] not in model, row
+                model[row["id"]] = {"content": row["content"], "category": "general",
+                                    "tags": ["agents-md"], "importance": 3, "via": "import",
+                                    "client": "agents-md", "session": source,
+                                    "anchors": [source]}
+            else:
+                assert row["action"] in ("update", "moved"), row  # nothing alike elsewhere
+                target = model[row["id"]]
+                target.update(content=row["content"], session=source, anchors=[source])
+        for memory_id in out.get("pruned", []):
+            assert model[memory_id].get("client") == "agents-md"
+            self.model.forget(memory_id)
+        assert sorted((m["content"], m["session"]) for m in model.values()
+                      if m.get("client") == "agents-md") == sorted(
+            (text, f"AGENTS.md:{n}") for n, text in enumerate(picked, 1))
         self.check()
 
     @precondition(lambda self: self.writes_since_dream >= 3)

@@ -43,6 +43,7 @@ class Item:
     # which refuses secrets).
     scope: Scope = "private"
     global_id: str = ""
+    origin: Origin | None = None  # who it comes from, when not the whole call's origin
 
 
 @dataclass
@@ -195,13 +196,14 @@ class _Batch:
 
     def _add(self, index: int, item: Item, digest: str, vector: np.ndarray) -> Memory:
         now = self.now
+        origin = item.origin or self.origin
         m = Memory(id=self.store.allocate_id(), content=item.content, content_hash=digest,
                    category=item.category, tags=list(item.tags), importance=item.importance,
                    access_count=item.access_count, workspace=self.workspace,
                    created_at=item.created_at or now, updated_at=item.updated_at or now,
                    accessed_at=item.accessed_at, embedding_model=self.store.model,
-                   origin_via=self.origin.via, origin_client=self.origin.client,
-                   origin_session=self.origin.session, code=item.code,
+                   origin_via=origin.via, origin_client=origin.client,
+                   origin_session=origin.session, code=item.code,
                    scope=item.scope if item.global_id else "private",
                    global_id=item.global_id)
         self.new[m.id] = (m, vector)

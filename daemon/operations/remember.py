@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core.config import Settings
 from ..core.errors import invalid
-from ..core.records import content_hash
+from ..core.records import Origin, content_hash
 from ..core.types import Category, Scope
 from ..curation.capture import RESTATE_FLOOR, Neighbour, Verdict, judge, restated
 from ..curation.conflicts import workspace_ids
@@ -36,6 +36,7 @@ class Entry:
     auto_anchor: bool = True  # also anchor the code paths the content names
     scope: Scope = "private"
     keep_as_is: bool = False  # skip the judge
+    origin: Origin | None = None  # when not the call's (an import names each one's source)
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,8 @@ def _admit(ctx: CallContext, entries: list[Entry], batch: bool) -> _Admitted:
                                where=f"items.{n}." if batch else "")
         out.items.append(Item(content, entry.category,
                               clean_tags(entry.tags, where, out.left_out),
-                              entry.importance, code=code, scope=entry.scope))
+                              entry.importance, code=code, scope=entry.scope,
+                              origin=entry.origin))
         out.indexes.append(n)
     return out
 

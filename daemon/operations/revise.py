@@ -36,6 +36,7 @@ class Change:
     anchors: list[dict[str, Any]] | None = None  # replace the explicit anchors ([]: none)
     refresh_anchors: bool | None = None  # True: re-capture every anchor as the code reads now
     expected_updated_at: str | None = None  # the version seen; None: change it whatever it is
+    source: str | None = None  # a new origin session: where an imported memory's text is now
 
     @property
     def empty(self) -> bool:
@@ -45,7 +46,7 @@ class Change:
     def only_scope(self) -> bool:
         return (self.content is None and self.category is None and self.tags is None
                 and self.importance is None and self.anchors is None
-                and self.refresh_anchors is None)
+                and self.refresh_anchors is None and self.source is None)
 
     @property
     def touches_code(self) -> bool:
@@ -166,6 +167,8 @@ def rewritten(m: Memory, change: Change, model: str) -> Memory:
         m.tags = normalise_tags(change.tags)
     if change.importance is not None:
         m.importance = change.importance
+    if change.source is not None:
+        m.origin_session = change.source
     return m
 
 

@@ -3,9 +3,12 @@ as one portable JSON file, and back. The file and the work are in daemon/operati
 (transfer.py: the format and its checks; exporting.py, importing.py)."""
 from typing import Any, TypedDict
 
+from ..core.errors import invalid
+from ..operations.adopting import PLANNED_SHOWN, Action, Adopted, Planned, SourceAsk, adopt
 from ..operations.exporting import export_memories
 from ..operations.importing import Imported, LinkTally, import_file
 from ..operations.transfer import FORMAT, VERSION_1
+from ..sources.kinds import KINDS
 from .registry import ToolContext, tool
 
 PATH: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 4096}
@@ -41,24 +44,89 @@ def memory_export(ctx: ToolContext, args: ExportArgs) -> dict[str, Any]:
             "includes_workspace_paths": done.includes_workspace_paths}
 
 
-class ImportArgs(TypedDict):
-    path: str
+ImportArgs = TypedDict("ImportArgs", {"path": str, "from": str, "dry_run": bool,
+                                      "prune": bool}, total=False)
 
 
 @tool("memory_import",
-      "Load a file written by memory_export into this workspace: memories get new ids, links "
-      "and keep-separate verdicts are rewired to them, and the usual dedup applies (text "
-      "already here is not stored twice; a close match merges). Importing the same file "
-      "again changes nothing. `path` is taken from the workspace unless absolute.",
+      "Load memories into this workspace. Without `from`: a file written by memory_export "
+      "(memories get new ids, links and keep-separate verdicts are rewired, the usual dedup "
+      "applies). With `from`: another tool's memory files (CLAUDE.md, Cline's memory bank, "
+      "Cursor rules, AGENTS.md, ...), found where that tool keeps them unless `path` names "
+      "them; each section or bullet becomes a memory recording its file and lines. "
+      "Importing again changes nothing; an edited section updates its memory; a removed "
+      "one is reported (forgotten with `prune`). `dry_run` says what would happen.",
       {"type": "object",
-       "properties": {"path": {**PATH, "description": "The export file: relative to the "
-                                                      "workspace (may not leave it), or "
-                                                      "absolute (for a remote client, "
-                                                      "inside its allowed folders)."}},
-       "required": ["path"], "additionalProperties": False},
+       "properties": {
+           "path": {**PATH, "description": "The export file, or (with `from`) a file or "
+                                           "folder of that tool's files: relative to the "
+                                           "workspace (may not leave it), or absolute (for "
+                                           "a remote client, inside its allowed folders)."},
+           "from": {"type": "string", "enum": list(KINDS),
+                    "description": "The kind of files to take in: " + "; ".join(
+                        f"{k.name}: {k.reads}" for k in KINDS.values()) + "."},
+           "dry_run": {"type": "boolean", "description": "With `from`: report what would "
+                                                         "be stored, updated, merged or "
+                                                         "flagged, and change nothing."},
+           "prune": {"type": "boolean", "description": "With `from`: also forget the "
+                                                       "memories whose section is gone "
+                                                       "from its file."}},
+       "additionalProperties": False},
       idempotent=True, long_running=True)
 def memory_import(ctx: ToolContext, args: ImportArgs) -> dict[str, Any]:
+    if "from" in args:
+        return _adopted_view(adopt(ctx, SourceAsk(args["from"], args.get("path"),
+                                                  args.get("dry_run", False),
+                                                  args.get("prune", False)),
+                                   ctx.confinement))
+    if "path" not in args:
+        raise invalid("path: the export file to load (or give `from` to take in another "
+                      "tool's files)")
+    if args.get("dry_run") or args.get("prune"):
+        raise invalid("dry_run and prune go with `from`; an export file is loaded whole")
     return _import_view(import_file(ctx, args["path"], ctx.confinement))
+
+
+_COUNTED: tuple[Action, ...] = ("store", "update", "moved", "unchanged", "held", "duplicate",
+                                "merge", "conflict", "refused")
+
+
+def _adopted_view(done: Adopted) -> dict[str, Any]:
+    found = done.found
+    out: dict[str, Any] = {
+        "from": done.kind, "dry_run": done.dry_run,
+        "files": [f.shown for f in found.files],
+        "pieces": len(found.units),
+        **{key: done.count(key) for key in _COUNTED},
+        "removed": [{"id": m.id, "source": m.origin_session, "content": m.content[:160]}
+                    for m in done.removed],
+    }
+    if done.pruned:
+        out["pruned"] = done.pruned
+    elif done.removed and not done.dry_run:
+        out["removed_hint"] = ("their sections are gone from the files; memory_import with "
+                               "prune: true forgets them")
+    if found.skipped:
+        out["skipped"] = dict(found.skipped)
+    shown = [p for p in done.planned if done.dry_run or p.action not in ("unchanged", "held",
+                                                                         "duplicate")]
+    out["planned" if done.dry_run else "changes"] = [
+        _planned_view(p) for p in shown[:PLANNED_SHOWN]]
+    if len(shown) > PLANNED_SHOWN:
+        out["more"] = len(shown) - PLANNED_SHOWN
+    return out
+
+
+def _planned_view(p: Planned) -> dict[str, Any]:
+    out: dict[str, Any] = {"action": p.action, "source": p.unit.session,
+                           "content": p.unit.text[:200]}
+    if p.memory_id is not None:
+        out["id"] = p.memory_id
+    if p.similarity is not None:
+        out["similarity"] = p.similarity
+    if p.note:
+        out["note"] = p.note
+    return out
 
 
 def _import_view(done: Imported) -> dict[str, Any]:

@@ -43,13 +43,38 @@ def cmd_export(args: argparse.Namespace) -> None:
           f"{out['keep_separate']} keep-separate verdicts to {out['path']}")
 
 
+# The kinds `--from` takes: the daemon's memory_import lists and checks them.
+SOURCE_KINDS = ("claude-code", "cline", "cursor", "kiro", "agents-md", "copilot", "serena",
+                "windsurf", "markdown")
+
+
 def add_import_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", help="a JSON file that `memnest-ctl export` wrote")
+    parser.add_argument("file", nargs="?", metavar="PATH",
+                        help="a JSON file that `memnest-ctl export` wrote; with --from, a "
+                             "file or folder of that tool's (default: where it keeps them)")
+    parser.add_argument("--from", dest="source", choices=SOURCE_KINDS, metavar="KIND",
+                        help="take in another tool's memory files: " + ", ".join(SOURCE_KINDS))
+    parser.add_argument("--dry-run", action="store_true",
+                        help="with --from: say what would be stored, updated, merged or "
+                             "flagged, and change nothing")
+    parser.add_argument("--prune", action="store_true",
+                        help="with --from: also forget memories whose section is gone")
     parser.set_defaults(all=False)  # one workspace: long_call reads --all
 
 
-def cmd_import(args: argparse.Namespace) -> None:
+def _path(given: str) -> str:
     # A remote daemon reads the file on its own machine: the path is passed as given there.
+    return given if ws.remote() else str(Path(given).expanduser().absolute())
+
+
+def cmd_import(args: argparse.Namespace) -> None:
+    if args.source:
+        return _adopt(args)
+    if args.file is None:
+        raise Failure("import needs PATH, the export file (or --from KIND for another tool's "
+                      "files)")
+    if args.dry_run or args.prune:
+        raise Failure("--dry-run and --prune go with --from; an export file is loaded whole")
     path = args.file if ws.remote() else str(Path(args.file).expanduser().resolve())
     [(workspace, out)] = long_call(args, "memory_import", {"path": path})
     if args.json:
@@ -61,9 +86,35 @@ def cmd_import(args: argparse.Namespace) -> None:
           f"links and {out['keep_separate']['recorded']} keep-separate verdicts added")
 
 
+def _adopt(args: argparse.Namespace) -> None:
+    arguments: dict[str, object] = {"from": args.source, "dry_run": args.dry_run,
+                                    "prune": args.prune}
+    if args.file:
+        arguments["path"] = _path(args.file)
+    [(workspace, out)] = long_call(args, "memory_import", arguments)
+    if args.json:
+        print_json(out)
+        return
+    verb = "would be" if out["dry_run"] else "were"
+    print(f"{workspace}: {out['pieces']} pieces in {len(out['files'])} {args.source} files: "
+          f"{out['store']} {verb} stored, {out['update']} updated, {out['merge']} merged, "
+          f"{out['conflict']} flagged as conflicts; {out['unchanged'] + out['moved']} "
+          f"unchanged, {out['duplicate'] + out['held']} already held")
+    for row in out.get("planned" if out["dry_run"] else "changes", []):
+        print(f"  {row['action']:<9} {row['source']}  {row['content'][:70]}")
+    for memory in out["removed"]:
+        state = "forgotten" if memory["id"] in out.get("pruned", []) else "gone from its file"
+        print(f"  {state}: #{memory['id']} {memory['source']}  {memory['content'][:60]}")
+    if out["removed"] and not out.get("pruned") and not out["dry_run"]:
+        print("  (memnest-ctl import --from ... --prune forgets them)")
+    for where, why in out.get("skipped", {}).items():
+        print(f"  skipped {where}: {why}")
+
+
 COMMANDS = (
     Command("export", "write the workspace's memories to a JSON file", cmd_export,
             add_arguments=add_export_arguments),
-    Command("import", "load a file written by export (progress on a terminal)", cmd_import,
+    Command("import", "load a file written by export, or another tool's memory files "
+            "(--from)", cmd_import,
             add_arguments=add_import_arguments),
 )

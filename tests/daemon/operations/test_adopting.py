@@ -1,0 +1,220 @@
+"""operations/adopting.py in process: another tool's memory files taken in, and taken in
+again as they change; hostile files left out with why, the rest still imported."""
+import os
+from pathlib import Path
+
+import pytest
+
+from memnest_daemon.core.errors import ToolError
+from memnest_daemon.operations.adopting import SourceAsk, adopt
+from memnest_daemon.sources import files
+
+CLAUDE_MD = """# Billing service
+
+Notes for agents working in this repository.
+
+## Build
+- Build with `make build`; it needs Go 1.22
+- Never push straight to main: open a pull request
+
+## Conventions
+See @docs/conventions.md for naming.
+Personal notes: @~/notes/private.md
+"""
+CONVENTIONS = """# Conventions
+- Packages are named for what they provide, not what they contain
+- Errors are wrapped with %w so callers can match them
+"""
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A home folder of the test's own: the person's ~/.claude is not read."""
+    folder = tmp_path / "home"
+    (folder / "notes").mkdir(parents=True)
+    (folder / "notes" / "private.md").write_text("- the door code is 4711\n")
+    monkeypatch.setenv("HOME", str(folder))
+    return folder
+
+
+def _write(ctx, rel: str, text: str | bytes) -> Path:
+    path = Path(ctx.workspace) / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return path
+
+
+def _memories(ctx, kind="claude-code"):
+    with ctx.store.reading():
+        return sorted((m for m in ctx.store.in_scope(ctx.workspace)
+                       if m.origin_client == kind), key=lambda m: m.id)
+
+
+def test_a_dry_run_reports_and_writes_nothing(ctx, home):
+    _write(ctx, "CLAUDE.md", CLAUDE_MD)
+    _write(ctx, "docs/conventions.md", CONVENTIONS)
+    done = adopt(ctx, SourceAsk("claude-code", dry_run=True))
+    assert done.count("store") == 6 and _memories(ctx) == []
+    assert [f.shown for f in done.found.files] == ["CLAUDE.md", "docs/conventions.md"]
+    skipped = done.found.skipped
+    assert "outside the workspace" in skipped["@~/notes/private.md in CLAUDE.md"]
+
+
+def test_each_piece_records_its_file_and_lines_and_is_anchored(ctx, home):
+    _write(ctx, "CLAUDE.md", CLAUDE_MD)
+    _write(ctx, "docs/conventions.md", CONVENTIONS)
+    adopt(ctx, SourceAsk("claude-code"))
+    got = {m.content: m for m in _memories(ctx)}
+    never = got["Build: Never push straight to main: open a pull request"]
+    assert never.origin_via == "import" and never.origin_session == "CLAUDE.md:7"
+    assert never.category == "preference" and set(never.tags) >= {"claude-code", "build"}
+    anchor = never.code.anchors[0]
+    assert (anchor.path, anchor.start, anchor.end) == ("CLAUDE.md", 7, 7)
+    wrapped = next(m for c, m in got.items() if "wrapped with %w" in c)
+    assert wrapped.origin_session == "docs/conventions.md:3"
+    assert "door code" not in " ".join(got)  # the outside @import was not followed
+
+
+def test_importing_again_adds_nothing_and_an_edit_updates_one_memory(ctx, home):
+    source = _write(ctx, "CLAUDE.md", CLAUDE_MD)
+    adopt(ctx, SourceAsk("claude-code"))
+    before = {m.id: m for m in _memories(ctx)}
+    again = adopt(ctx, SourceAsk("claude-code"))
+    assert again.count("unchanged") == len(before) and again.stored == []
+    assert {m.id: m.updated_at for m in _memories(ctx)} == {
+        i: m.updated_at for i, m in before.items()}
+
+    source.write_text(CLAUDE_MD.replace("Go 1.22", "Go 1.23"))
+    edited = adopt(ctx, SourceAsk("claude-code"))
+    assert edited.count("update") == 1 and edited.count("store") == 0
+    after = {m.id: m for m in _memories(ctx)}
+    assert set(after) == set(before)
+    changed = [i for i in after if after[i].content != before[i].content]
+    assert len(changed) == 1 and "Go 1.23" in after[changed[0]].content
+
+    source.write_text("<!-- moved down -->\n\n" + CLAUDE_MD.replace("Go 1.22", "Go 1.23"))
+    moved = adopt(ctx, SourceAsk("claude-code"))
+    assert moved.count("moved") == len(before) and moved.count("store") == 0
+    assert next(m for m in _memories(ctx) if "Never push" in m.content
+                ).origin_session == "CLAUDE.md:9"
+
+
+def test_a_removed_section_is_reported_and_forgotten_only_with_prune(ctx, home):
+    source = _write(ctx, "CLAUDE.md", CLAUDE_MD)
+    adopt(ctx, SourceAsk("claude-code"))
+    source.write_text(CLAUDE_MD.replace("- Never push straight to main: open a pull request\n",
+                                        ""))
+    kept = adopt(ctx, SourceAsk("claude-code"))
+    assert [m.content for m in kept.removed] == [
+        "Build: Never push straight to main: open a pull request"]
+    assert any("Never push" in m.content for m in _memories(ctx))
+    pruned = adopt(ctx, SourceAsk("claude-code", prune=True))
+    assert pruned.pruned == [kept.removed[0].id]
+    assert not any("Never push" in m.content for m in _memories(ctx))
+
+
+def test_hostile_files_are_left_out_with_why_and_the_rest_come_in(ctx, home, monkeypatch):
+    monkeypatch.setattr(files, "MAX_FILE_BYTES", 1 << 20)
+    _write(ctx, "memory-bank/projectbrief.md", "# Brief\nThe product sends invoices to "
+                                               "small businesses every month.\n")
+    _write(ctx, "memory-bank/latin1.md", "caf\xe9 au lait is served at nine".encode("latin-1"))
+    _write(ctx, "memory-bank/binary.md", b"\x00\x01\x02 not text")
+    _write(ctx, "memory-bank/huge.md", b"- a line that repeats\n" * 60_000)
+    os.symlink("/etc/passwd", Path(ctx.workspace) / "memory-bank" / "passwd.md")
+    (Path(ctx.workspace) / "memory-bank" / "fifo.md").parent.mkdir(exist_ok=True)
+    os.mkfifo(Path(ctx.workspace) / "memory-bank" / "fifo.md")
+    done = adopt(ctx, SourceAsk("cline"))
+    skipped = done.found.skipped
+    assert "not UTF-8" in skipped["memory-bank/latin1.md"]
+    assert "NUL" in skipped["memory-bank/binary.md"]
+    assert "over the limit" in skipped["memory-bank/huge.md"]
+    assert "symbolic link" in skipped["memory-bank/passwd.md"]
+    assert [m.content for m in _memories(ctx, "cline")] == [
+        "The product sends invoices to small businesses every month."]
+    assert not any("root:" in m.content for m in _memories(ctx, "cline"))
+
+
+def test_a_linked_folder_is_not_entered(ctx, home, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "steal.mdc").write_text("- the production password is hunter2 forever\n")
+    (Path(ctx.workspace) / ".cursor").mkdir()
+    os.symlink(elsewhere, Path(ctx.workspace) / ".cursor" / "rules")
+    with pytest.raises(ToolError):  # nothing to import: said, not an empty success
+        adopt(ctx, SourceAsk("cursor"))
+    assert _memories(ctx, "cursor") == []
+
+
+def test_secrets_and_private_text_do_not_come_in(ctx, home):
+    _write(ctx, "AGENTS.md", "# Setup\n- Deploy key AKIAIOSFODNN7EXAMPLE is in the vault\n"
+                             "- Staging is at staging.example.com <private>ask Ana</private>\n"
+                             "- <private>all of this bullet is mine</private>\n")
+    first = adopt(ctx, SourceAsk("agents-md"))
+    text = " ".join(m.content for m in _memories(ctx, "agents-md"))
+    assert "AKIAIOSFODNN7EXAMPLE" not in text and "ask Ana" not in text
+    assert "staging.example.com" in text and "all of this" not in text
+    (refused,) = [p for p in first.planned if p.action == "refused"]
+    assert refused.unit.session == "AGENTS.md:4" and "private" in refused.note
+    again = adopt(ctx, SourceAsk("agents-md"))  # redacted text is what it compares
+    assert again.count("unchanged") == 2 and again.stored == []
+
+
+def test_rule_files_keep_what_they_apply_to(ctx, home):
+    _write(ctx, ".cursor/rules/python-style.mdc",
+           "---\ndescription: How we write Python\nglobs: \"**/*.py\"\nalwaysApply: false\n"
+           "---\n- Type every public function\n")
+    _write(ctx, "services/api/.cursor/rules/api.mdc", "---\nalwaysApply: true\n---\n"
+                                                      "- Every handler returns JSON errors\n")
+    _write(ctx, "memory-bank/systemPatterns.md", "## Layers\n- The web layer never talks "
+                                                 "to the database directly\n")
+    adopt(ctx, SourceAsk("cursor"))
+    adopt(ctx, SourceAsk("cline"))
+    cursor = {m.content: m for m in _memories(ctx, "cursor")}
+    typed = cursor["Type every public function (applies to **/*.py)"]
+    assert typed.category == "preference" and "python-style" in typed.tags
+    assert "Every handler returns JSON errors" in cursor
+    (pattern,) = _memories(ctx, "cline")
+    assert pattern.category == "pattern" and "system-patterns" in pattern.tags
+
+
+def test_nested_agents_files_are_found_and_build_folders_skipped(ctx, home):
+    _write(ctx, "AGENTS.md", "- Run `make check` before every commit\n")
+    _write(ctx, "web/AGENTS.md", "- The web app uses pnpm, not npm\n")
+    _write(ctx, "node_modules/pkg/AGENTS.md", "- a dependency's own instructions here\n")
+    done = adopt(ctx, SourceAsk("agents-md"))
+    assert [f.shown for f in done.found.files] == ["AGENTS.md", "web/AGENTS.md"]
+
+
+def test_unknown_kinds_and_missing_files_are_clear_errors(ctx, home):
+    with pytest.raises(ToolError, match="not a kind memnest imports"):
+        adopt(ctx, SourceAsk("evernote"))
+    with pytest.raises(ToolError, match="no kiro files found"):
+        adopt(ctx, SourceAsk("kiro"))
+    with pytest.raises(ToolError, match="needs a path"):
+        adopt(ctx, SourceAsk("markdown"))
+
+
+def test_claude_codes_auto_memory_and_your_own_claude_md_come_in(ctx, home, monkeypatch):
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    slug = "".join(c if c.isascii() and c.isalnum() else "-"
+                   for c in os.path.realpath(ctx.workspace))
+    memory = home / ".claude" / "projects" / slug / "memory"
+    memory.mkdir(parents=True)
+    (memory / "MEMORY.md").write_text(
+        "- [Test DB must be real](feedback_real_db.md) — integration tests hit Postgres\n"
+        "- The release freeze starts on the first Monday of March\n")
+    (memory / "feedback_real_db.md").write_text(
+        "---\nname: Test DB must be real\ndescription: no mocks\ntype: feedback\n---\n"
+        "Integration tests run against a live Postgres container, not mocks.\n")
+    (home / ".claude" / "CLAUDE.md").write_text("- I like answers short and direct\n")
+    done = adopt(ctx, SourceAsk("claude-code"))
+    assert sorted(f.shown for f in done.found.files) == [
+        "~/.claude/CLAUDE.md", f"~/.claude/projects/{slug}/memory/MEMORY.md",
+        f"~/.claude/projects/{slug}/memory/feedback_real_db.md"]
+    got = {m.content: m for m in _memories(ctx)}
+    real = got["Test DB must be real: Integration tests run against a live Postgres "
+               "container, not mocks."]
+    assert real.category == "preference" and real.code.anchors == ()  # outside: no anchor
+    assert real.origin_session == f"~/.claude/projects/{slug}/memory/feedback_real_db.md:6"
+    assert "The release freeze starts on the first Monday of March" in got
+    assert not any("[Test DB must be real]" in c for c in got)  # the index line
