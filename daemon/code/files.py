@@ -10,6 +10,7 @@ import hashlib
 import os
 import stat
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -120,6 +121,12 @@ class Source:
     mtime_ns: int    # 0 when the file was modified too recently to trust (RACY_NS)
 
 
+# The last files read, by the identity of what was opened: a batch anchoring many memories
+# in one file (an import of a long CLAUDE.md) reads and splits it once.
+_RECENT: "OrderedDict[tuple[str, str, int, int, int, int], Source]" = OrderedDict()
+_RECENT_KEPT = 8
+
+
 def read_source(workspace: str, rel: str) -> Source:
     fd, name = _open_folder(workspace, rel)
     try:
@@ -130,6 +137,11 @@ def read_source(workspace: str, rel: str) -> Source:
         os.close(fd)
     try:
         opened = os.fstat(file_fd)
+        key = (workspace, rel, opened.st_dev, opened.st_ino, opened.st_size,
+               opened.st_mtime_ns)
+        seen = _RECENT.get(key)
+        if seen is not None and seen.mtime_ns:  # unchanged since, and not racily new
+            return seen
         _check_size(opened.st_size, rel)
         data = _read_all(file_fd, rel)
     finally:
@@ -143,8 +155,13 @@ def read_source(workspace: str, rel: str) -> Source:
     mtime = opened.st_mtime_ns
     if time.time_ns() - mtime < RACY_NS:
         mtime = 0
-    return Source(rel, tuple(line.rstrip() for line in lines), hashlib.sha256(data).hexdigest(),
-                  len(data), mtime)
+    source = Source(rel, tuple(line.rstrip() for line in lines),
+                    hashlib.sha256(data).hexdigest(), len(data), mtime)
+    if mtime:
+        _RECENT[key] = source
+        while len(_RECENT) > _RECENT_KEPT:
+            _RECENT.popitem(last=False)
+    return source
 
 
 def _check_size(size: int, rel: str) -> None:

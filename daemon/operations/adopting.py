@@ -31,6 +31,7 @@ from ..sources.kinds import KINDS, read_source
 from ..sources.units import Found, Unit, file_of_session
 from ..storage.safe_files import Confined
 from .context import CallContext
+from .embedding import embed_with_progress
 from .forget import forget
 from .remember import Entry, remember
 from .revise import Change, revise
@@ -94,15 +95,22 @@ def adopt(ctx: CallContext, ask: SourceAsk, confined: Confined | None = None) ->
     if not found.units and not found.files and ask.path is None and not found.skipped:
         raise invalid(f"no {kind.name} files found for this workspace (memnest looks for "
                       f"{kind.reads}); give the path of the files to import")
-    vectors: list[np.ndarray] = list(ctx.embedder.embed([u.text for u in found.units])) \
-        if found.units else []
     with ctx.store.reading():
         ours = _earlier(ctx, kind.name)
-        plan, gone = _plan(ctx, found, vectors, ours, ask)
-    done.planned = refused + plan
+        planned, left = _settled(ctx, found, ours)
+    # only the pieces that did not settle by their text are embedded, outside any lock
+    need = [n for n in range(len(found.units)) if n not in planned]
+    vectors = dict(zip(need, embed_with_progress(ctx, [found.units[n].text for n in need])))
+    with ctx.store.reading():
+        gone = _plan(ctx, found, vectors, left, planned)
+    read = {f.shown for f in found.files}
+    reach = None if ask.path is None else Reader(ctx.workspace, Found()).shown(ask.path)
+    gone += [m for shown, memories in ours.items() if shown not in read and
+             shown not in found.skipped and _in_reach(shown, reach) for m in memories]
+    done.planned = refused + [planned[n] for n in range(len(found.units))]
     done.removed = gone
     if not ask.dry_run:
-        _apply(ctx, done, ask.prune)
+        _apply(ctx, done, ask.prune, {found.units[n].text: v for n, v in vectors.items()})
     return done
 
 
@@ -144,26 +152,41 @@ def _earlier(ctx: CallContext, kind: str) -> dict[str, list[Memory]]:
     return out
 
 
-def _plan(ctx: CallContext, found: Found, vectors: list[np.ndarray],
-          ours: dict[str, list[Memory]], ask: SourceAsk) -> tuple[list[Planned], list[Memory]]:
-    """Each piece's fate, and the earlier memories whose piece is gone. Read lock held."""
+Left = list[tuple[list[int], list[Memory]]]  # per file: pieces and memories left to pair
+
+
+def _settled(ctx: CallContext, found: Found, ours: dict[str, list[Memory]]
+             ) -> tuple[dict[int, Planned], Left]:
+    """The pieces settled by their text alone (an earlier memory of the file holds it, or
+    another memory has the very text), and per file what is left to pair. Read lock held."""
     by_file: dict[str, list[int]] = defaultdict(list)
     for n, unit in enumerate(found.units):
         by_file[unit.file.shown].append(n)
     planned: dict[int, Planned] = {}
-    gone: list[Memory] = []
+    left: Left = []
     for file in found.files:
-        indexes = by_file.get(file.shown, [])
-        left = _same_text(found.units, indexes, ours.get(file.shown, []), planned)
-        gone += _changed(ctx, found.units, vectors, left, planned)
+        pieces, memories = _same_text(found.units, by_file.get(file.shown, []),
+                                      ours.get(file.shown, []), planned)
+        for n in pieces:
+            same = ctx.store.find_hash(ctx.workspace, content_hash(found.units[n].text),
+                                       "private")
+            if same is not None:
+                planned[n] = Planned(found.units[n], "duplicate", same.id, 1.0)
+        left.append(([n for n in pieces if n not in planned], memories))
+    return planned, left
+
+
+def _plan(ctx: CallContext, found: Found, vectors: dict[int, np.ndarray], left: Left,
+          planned: dict[int, Planned]) -> list[Memory]:
+    """The fate of the pieces left (in `planned`), and the earlier memories whose piece is
+    gone. Read lock held."""
+    gone: list[Memory] = []
+    for pieces, memories in left:
+        gone += _changed(ctx, found.units, vectors, (pieces, memories), planned)
     fresh = [n for n in range(len(found.units)) if n not in planned]
     planned.update(_fresh(ctx, [found.units[n] for n in fresh], [vectors[n] for n in fresh],
                           fresh))
-    read = {f.shown for f in found.files}
-    reach = None if ask.path is None else Reader(ctx.workspace, Found()).shown(ask.path)
-    gone += [m for shown, memories in ours.items() if shown not in read and
-             shown not in found.skipped and _in_reach(shown, reach) for m in memories]
-    return [planned[n] for n in range(len(found.units))], gone
+    return gone
 
 
 def _same_text(units: list[Unit], indexes: list[int], earlier: list[Memory],
@@ -185,7 +208,7 @@ def _same_text(units: list[Unit], indexes: list[int], earlier: list[Memory],
     return left, [m for ms in by_hash.values() for m in ms]
 
 
-def _changed(ctx: CallContext, units: list[Unit], vectors: list[np.ndarray],
+def _changed(ctx: CallContext, units: list[Unit], vectors: dict[int, np.ndarray],
              left: tuple[list[int], list[Memory]], planned: dict[int, Planned]
              ) -> list[Memory]:
     """Pair the pieces left with the file's memories left, best first: a pair is the same
@@ -238,9 +261,6 @@ def _fresh(ctx: CallContext, units: list[Unit], vectors: list[np.ndarray],
 
 def _fate(ctx: CallContext, unit: Unit, near: list[tuple[int, float]]) -> Planned:
     store, settings = ctx.store, ctx.settings
-    same = store.find_hash(ctx.workspace, content_hash(unit.text), "private")
-    if same is not None:
-        return Planned(unit, "duplicate", same.id, 1.0)
     candidates = [(store.catalog[i], s) for i, s in near if i in store.catalog]
     item = Item(unit.text, unit.category, list(unit.tags))
     m, similarity = merge_candidate(candidates, item, settings)
@@ -262,7 +282,8 @@ def _in_reach(shown: str, reach: str | None) -> bool:
 
 # -- writing ---------------------------------------------------------------------------------
 
-def _apply(ctx: CallContext, done: Adopted, prune: bool) -> None:
+def _apply(ctx: CallContext, done: Adopted, prune: bool,
+           known: dict[str, np.ndarray]) -> None:
     changes = [_change(p) for p in done.planned if p.action in ("update", "moved")]
     batch = ctx.settings.max_batch
     for start in range(0, len(changes), batch):
@@ -271,7 +292,7 @@ def _apply(ctx: CallContext, done: Adopted, prune: bool) -> None:
                                                                     "conflict")]
     entries = [_entry(done.kind, done.planned[n].unit) for n in fresh]
     for start in range(0, len(entries), batch):
-        remembered = remember(ctx, entries[start:start + batch], batch=True)
+        remembered = remember(ctx, entries[start:start + batch], batch=True, known=known)
         for n, outcome in zip(fresh[start:start + batch], remembered.outcomes):
             _record(done, n, outcome)
     if prune and done.removed:

@@ -3,6 +3,7 @@ out), judged (chatter and restatements refused or folded into the memory they re
 anchored to the code it names, embedded, ingested and, when asked, shared."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -64,14 +65,16 @@ class _Admitted:
     left_out: LeftOut = field(default_factory=LeftOut)
 
 
-def remember(ctx: CallContext, entries: list[Entry], batch: bool) -> Remembered:
-    """Store `entries` (a one-entry call, unless `batch`: a refused text is then an error)."""
+def remember(ctx: CallContext, entries: list[Entry], batch: bool,
+             known: Mapping[str, np.ndarray] | None = None) -> Remembered:
+    """Store `entries` (a one-entry call, unless `batch`: a refused text is then an error).
+    `known`: vectors the caller already has, by text (an import embeds before it plans)."""
     if batch and len(entries) > ctx.settings.max_batch:
         raise invalid(f"items has {len(entries)} entries, over the limit of "
                       f"{ctx.settings.max_batch} (MEMORY_MAX_BATCH); send several batches")
     admitted = _admit(ctx, entries, batch)
     items = admitted.items
-    vectors = embed_with_progress(ctx, [i.content for i in items]) if items else []
+    vectors = _vectors(ctx, [i.content for i in items], known or {})
     store = ctx.store
     sharing: dict[str, Any] = {}
     outcomes: list[Outcome] = []
@@ -92,6 +95,13 @@ def remember(ctx: CallContext, entries: list[Entry], batch: bool) -> Remembered:
     restated_by_entry = {admitted.indexes[i]: twin for i, twin in twins.items()
                          if outcomes[i].status == "duplicate" and outcomes[i].memory.id == twin}
     return Remembered(results, restated_by_entry, sharing, admitted.left_out)
+
+
+def _vectors(ctx: CallContext, texts: list[str], known: Mapping[str, np.ndarray]
+             ) -> list[np.ndarray]:
+    missing = [t for t in texts if t not in known]
+    found = dict(zip(missing, embed_with_progress(ctx, missing))) if missing else {}
+    return [known[t] if t in known else found[t] for t in texts]
 
 
 def _admit(ctx: CallContext, entries: list[Entry], batch: bool) -> _Admitted:
