@@ -155,3 +155,40 @@ def test_the_cli_and_the_daemon_know_the_same_kinds():
     from memnest_daemon.sources.kinds import KINDS
     from memnest_shims.cli.commands.transfer import SOURCE_KINDS
     assert list(SOURCE_KINDS) == list(KINDS)
+
+
+def test_export_as_markdown_and_back_into_an_empty_workspace(setup, tmp_path):
+    daemon, workspace, home = setup
+    client = daemon.client()
+    stored = client.call_tool("memory_store", {"items": [
+        {"content": "We deploy with blue-green switches, never on Fridays",
+         "category": "decision", "tags": ["deploy"], "importance": 5},
+        {"content": "The staging database is rebuilt every Monday", "tags": ["db", "staging"]},
+    ]}, str(workspace))["results"]
+    first, second = (r["id"] for r in stored)
+    client.call_tool("memory_relate", {"from_id": first, "to_id": second,
+                                       "relationship": "EXPLAINS"}, str(workspace))
+    vault = tmp_path / "vault"
+    out = ctl(daemon, workspace, "export", "--format", "markdown", str(vault))
+    assert out.returncode == 0, out.stderr
+    assert "wrote 2 notes with 1 links" in out.stdout
+    note = next(vault.glob(f"{first}-*.md")).read_text()
+    assert note.startswith("---\nmemnest: 1\n") and "category: decision" in note
+    assert f"- explains [[{second}-" in note
+    again = ctl(daemon, workspace, "export", "--format", "markdown", str(vault))
+    assert again.returncode != 0 and "not an empty folder" in again.stderr  # left alone
+
+    other = tmp_path / "other"
+    other.mkdir()
+    done = ctl(daemon, other, "import", "--from", "markdown", str(vault), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["links"]["created"] == 1
+    listed, = calls(daemon, other, ("memory_list", {}))
+    got = {m["content"]: m for m in listed["memories"]}
+    deploy = got["We deploy with blue-green switches, never on Fridays"]
+    assert deploy["category"] == "decision" and deploy["importance"] == 5
+    assert deploy["tags"] == ["deploy"]
+    shown, = calls(daemon, other, ("memory_get", {"id": deploy["id"]}))
+    assert [(e["type"], e["to_id"]) for e in shown["edges"]] == [
+        ("EXPLAINS", got["The staging database is rebuilt every Monday"]["id"])]
+    client.close()

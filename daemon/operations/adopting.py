@@ -33,12 +33,14 @@ from ..storage.safe_files import Confined
 from .context import CallContext
 from .embedding import embed_with_progress
 from .forget import forget
+from .linking import Link, Relation, relate
 from .remember import Entry, remember
 from .revise import Change, revise
 
 MATCH_FLOOR = 0.5  # cosine at which a changed piece is still the memory it was
 LINES_BONUS = 0.3  # added to a pair's score when the memory held lines the piece holds now
 PLANNED_SHOWN = 200  # pieces a dry run lists one by one
+LINK_BATCH = 1000  # links made per commit
 
 # unchanged, moved: an earlier import's memory holds it; held: another memory already says
 # it (an earlier import merged it there); duplicate: another memory has its very text.
@@ -73,6 +75,7 @@ class Adopted:
     removed: list[Memory] = field(default_factory=list)  # their piece is gone
     pruned: list[int] = field(default_factory=list)  # of those, forgotten (prune)
     stored: list[int] = field(default_factory=list)  # memories the import created
+    links: dict[str, int] = field(default_factory=dict)  # created, exists, unresolved
 
     def count(self, action: Action) -> int:
         return sum(p.action == action for p in self.planned)
@@ -111,6 +114,7 @@ def adopt(ctx: CallContext, ask: SourceAsk, confined: Confined | None = None) ->
     done.removed = gone
     if not ask.dry_run:
         _apply(ctx, done, ask.prune, {found.units[n].text: v for n, v in vectors.items()})
+    done.links = _link(ctx, done)
     return done
 
 
@@ -299,6 +303,39 @@ def _apply(ctx: CallContext, done: Adopted, prune: bool,
         done.pruned = forget(ctx, [m.id for m in done.removed]).deleted
 
 
+def _link(ctx: CallContext, done: Adopted) -> dict[str, int]:
+    """The links the pieces name ([[note]] in a notes folder), made between the memories
+    the pieces are now; a dry run counts those it could make."""
+    by_key: dict[str, int | None] = {}
+    for p in done.planned:
+        for key in p.unit.keys:
+            by_key.setdefault(key, p.memory_id)
+    asked: dict[tuple[int, int, Relation], None] = {}
+    counts = {"created": 0, "exists": 0, "unresolved": 0}
+    for p in done.planned:
+        for relation, target in p.unit.links:
+            if target not in by_key:
+                counts["unresolved"] += 1
+            elif done.dry_run:
+                counts["created"] += 1
+            else:
+                other = by_key[target]
+                if p.memory_id is not None and other is not None and other != p.memory_id:
+                    asked[(p.memory_id, other, _relation(relation))] = None
+    if asked and not done.dry_run:
+        links = [Link(a, b, r) for a, b, r in asked]
+        for start in range(0, len(links), LINK_BATCH):
+            made = relate(ctx, links[start:start + LINK_BATCH], batch=True)
+            counts["created"] += made.count("created")
+            counts["exists"] += made.count("exists")
+    return counts
+
+
+def _relation(name: str) -> Relation:
+    return "SUPERSEDES" if name == "SUPERSEDES" else \
+        "EXPLAINS" if name == "EXPLAINS" else "RELATED_TO"
+
+
 def _record(done: Adopted, n: int, outcome: Outcome | Verdict) -> None:
     """What storing piece `n` did, in place of what was planned."""
     unit = done.planned[n].unit
@@ -320,7 +357,8 @@ def _anchors(unit: Unit) -> list[dict[str, str]] | None:
 
 
 def _entry(kind: str, unit: Unit) -> Entry:
-    return Entry(unit.text, unit.category, list(unit.tags), anchors=_anchors(unit),
+    return Entry(unit.text, unit.category, list(unit.tags), unit.importance,
+                 anchors=_anchors(unit),
                  keep_as_is=True, origin=Origin("import", kind, unit.session[:ORIGIN_CHARS]))
 
 

@@ -4,6 +4,8 @@ MEMNEST_OUTPUT_DIR)."""
 from __future__ import annotations
 
 import json
+import os
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, cast
@@ -11,12 +13,14 @@ from typing import Any, cast
 from memnest_proto.version import VERSION
 
 from ..core.records import Memory, utcnow
+from ..sources.notes import NOTE_MARK, note_name, render_note
 from ..storage.safe_files import Confined, write_file
 from ..store.changes import Edge
 from .context import CallContext
 from .transfer import FORMAT, SIGNATURE, VERSION_1, CountName, EdgeRow, ExportFile, MemoryRow
 
 DEFAULT_DIR = ".memnest/exports"
+NOTE_SIGNATURE = f"---\n{NOTE_MARK}: 1\n".encode()  # how a note an export wrote starts
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,40 @@ def export_memories(ctx: CallContext, path: str | None, with_paths: bool,
     written = write_file(ctx.workspace, path, default, data, SIGNATURE, "memory export",
                          ctx.settings.output_dir, confined)
     return Exported(written, doc["counts"], len(data), with_paths)
+
+
+@dataclass(frozen=True)
+class ExportedNotes:
+    folder: str  # absolute; not made when there was nothing to write
+    notes: int
+    links: int
+
+
+def export_notes(ctx: CallContext, confined: Confined | None = None) -> ExportedNotes:
+    """Write one Markdown note per memory (sources/notes.py) into a new folder under
+    .memnest/exports/: its fields as frontmatter, its links as [[links]] to the other
+    notes, readable in Obsidian; importing the folder (from markdown) gives them back."""
+    content = _read(ctx)
+    names = {m.id: note_name(m.id, m.content) for m in content.memories}
+    out_of: dict[int, list[tuple[str, str]]] = defaultdict(list)
+    for rel, a, b in content.edges:
+        out_of[a].append((rel, names[b]))
+    folder = f"{DEFAULT_DIR}/notes-{datetime.now(timezone.utc):%Y%m%d-%H%M%S-%f}"
+    written = os.path.join(ctx.workspace, folder)
+    for m in content.memories:
+        data = render_note(_note_fields(m), m.content, out_of[m.id]).encode("utf-8")
+        path = write_file(ctx.workspace, None, f"{folder}/{names[m.id]}.md", data,
+                          NOTE_SIGNATURE, "memory note", ctx.settings.output_dir, confined)
+        written = os.path.dirname(path)
+    return ExportedNotes(written, len(content.memories), len(content.edges))
+
+
+def _note_fields(m: Memory) -> dict[str, object]:
+    return {"id": m.id, "category": m.category, "tags": list(m.tags),
+            "importance": m.importance, "created": _time(m.created_at),
+            "updated": _time(m.updated_at), "scope": m.scope,
+            "origin": "/".join(p for p in (m.origin_via, m.origin_client) if p),
+            "source": m.origin_session if m.origin_via == "import" else ""}
 
 
 def _read(ctx: CallContext) -> _Content:

@@ -1,6 +1,7 @@
 """The kinds of memory files memnest takes in: where each tool keeps them for a workspace,
 and what a piece of each is (category, tags, the files it applies to). `read_source` finds a
 kind's files (or those under the PATH given), reads them and splits them into Units."""
+import dataclasses
 import os
 import re
 from collections.abc import Callable
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 from ..core.records import normalise_tags
 from ..core.types import Category
 from ..storage.safe_files import Confined
-from . import markdown
+from . import markdown, notes
 from .files import Reader
 from .units import Found, SourceFile, Unit
 
@@ -165,6 +166,9 @@ def _take(kind: Kind, reader: Reader, path: str, max_chars: int, found: Found,
     if source is None:
         return
     doc = markdown.parse(source.text)
+    if kind.name == "markdown":
+        _take_note(source, doc, max_chars, found)
+        return
     scope = applies_to(doc.front)
     category, tags = _file_meta(kind, source, doc)
     named = doc.front.get("name") or doc.front.get("title")
@@ -183,6 +187,39 @@ def _take(kind: Kind, reader: Reader, path: str, max_chars: int, found: Found,
     if kind.follows_imports and depth < IMPORT_DEPTH:
         for target in _imports(reader, source, path, found):
             _take(kind, reader, target, max_chars, found, depth + 1)
+
+
+def _take_note(source: SourceFile, doc: markdown.Document, max_chars: int,
+               found: Found) -> None:
+    """A note of a notes folder: memnest's own (one memory, its fields and links), or
+    another's, split into pieces with basic-memory's and Obsidian's conventions read; the
+    first piece is the one other notes' [[links]] reach."""
+    stem = os.path.basename(source.shown).removesuffix(".md")
+    own = notes.read_note(doc, source.text)
+    if own is not None:
+        if own.content:
+            found.units.append(Unit(own.content[:max_chars], source, own.body_start,
+                                    own.body_end, own.category, tuple(normalise_tags(own.tags)),
+                                    own.importance, (stem.lower(),), own.relations))
+        return
+    keys = tuple(dict.fromkeys(k.lower() for k in (
+        stem, str(doc.front.get("title", "")), str(doc.front.get("permalink", ""))) if k))
+    category, tags = _file_meta(KINDS["markdown"], source, doc)
+    first = len(found.units)
+    relations: list[tuple[str, str]] = []
+    for piece in markdown.pieces(doc, max_chars):
+        seen = notes.observe(piece.text, piece.raw)
+        if seen.relation_only:
+            relations += seen.links
+            continue
+        found.units.append(Unit(seen.text[:max_chars], source, piece.start, piece.end,
+                                seen.category or infer_category(seen.text, category),
+                                _tags(tags + seen.tags, piece.trail, doc.title),
+                                keys=keys if len(found.units) == first else (),
+                                links=tuple(seen.links)))
+    if relations and len(found.units) > first:
+        head = found.units[first]
+        found.units[first] = dataclasses.replace(head, links=head.links + tuple(relations))
 
 
 def applies_to(front: dict[str, markdown.FrontValue]) -> str:

@@ -37,6 +37,7 @@ class Piece:
     start: int
     end: int
     trail: tuple[str, ...]
+    raw: str = ""  # its own text, without the headings
 
 
 @dataclass
@@ -78,7 +79,7 @@ def pieces(doc: Document, max_chars: int) -> list[Piece]:
                 continue
             text = f"{intro} {block.text}" if intro else block.text
             out.extend(_sized(Piece(_prefixed(block.trail, doc.title, text), block.start,
-                                    block.end, block.trail), max_chars))
+                                    block.end, block.trail, block.text), max_chars))
             continue
         intro = ""
         prose.append(block)
@@ -112,8 +113,8 @@ def _joined(run: list[Block], title: str, max_chars: int) -> Iterator[Piece]:
     if len(text) < MIN_PIECE_CHARS:
         return
     trail = run[0].trail
-    yield from _sized(Piece(_prefixed(trail, title, text), run[0].start, run[-1].end, trail),
-                      max_chars)
+    yield from _sized(Piece(_prefixed(trail, title, text), run[0].start, run[-1].end, trail,
+                            text), max_chars)
 
 
 def _sized(piece: Piece, max_chars: int) -> Iterator[Piece]:
@@ -126,16 +127,17 @@ def _sized(piece: Piece, max_chars: int) -> Iterator[Piece]:
     for sentence in _SENTENCE_END.split(piece.text):
         while len(sentence) > max_chars:
             if part:
-                yield Piece(part, piece.start, piece.end, piece.trail)
+                yield Piece(part, piece.start, piece.end, piece.trail, part)
                 part = ""
-            yield Piece(sentence[:max_chars], piece.start, piece.end, piece.trail)
+            yield Piece(sentence[:max_chars], piece.start, piece.end, piece.trail,
+                        sentence[:max_chars])
             sentence = sentence[max_chars:]
         if part and len(part) + 1 + len(sentence) > max_chars:
-            yield Piece(part, piece.start, piece.end, piece.trail)
+            yield Piece(part, piece.start, piece.end, piece.trail, part)
             part = ""
         part = f"{part} {sentence}" if part else sentence
     if part.strip():
-        yield Piece(part, piece.start, piece.end, piece.trail)
+        yield Piece(part, piece.start, piece.end, piece.trail, part)
 
 
 # -- frontmatter -----------------------------------------------------------------------------

@@ -24,6 +24,9 @@ class Unit:
     end: int  # last line (inclusive)
     category: Category = "general"
     tags: tuple[str, ...] = ()
+    importance: int = 3
+    keys: tuple[str, ...] = ()  # the names other pieces link to it by (a note's title)
+    links: tuple[tuple[str, str], ...] = ()  # (relation, the name of the piece it links to)
 
     @property
     def lines(self) -> str:

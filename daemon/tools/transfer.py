@@ -5,7 +5,7 @@ from typing import Any, TypedDict
 
 from ..core.errors import invalid
 from ..operations.adopting import PLANNED_SHOWN, Action, Adopted, Planned, SourceAsk, adopt
-from ..operations.exporting import export_memories
+from ..operations.exporting import export_memories, export_notes
 from ..operations.importing import Imported, LinkTally, import_file
 from ..operations.transfer import FORMAT, VERSION_1
 from ..sources.kinds import KINDS
@@ -17,15 +17,22 @@ PATH: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 4096}
 class ExportArgs(TypedDict, total=False):
     path: str
     include_workspace_paths: bool
+    format: str
 
 
 @tool("memory_export",
       "Write this workspace's memories, their links and keep-separate verdicts to a portable "
       "JSON file (a backup, or to move them to another project with memory_import), written "
       "under the workspace's .memnest/ folder (default .memnest/exports/memories-<time>.json). "
-      "Workspace paths are left out unless include_workspace_paths is true.",
+      "Workspace paths are left out unless include_workspace_paths is true. "
+      "`format: markdown` writes one Markdown note per memory instead (frontmatter, links "
+      "as [[links]]; readable in Obsidian) into a new folder under .memnest/exports/.",
       {"type": "object",
        "properties": {
+           "format": {"type": "string", "enum": ["json", "markdown"],
+                      "description": "json (default): one export file; markdown: a folder "
+                                     "of notes, one per memory, that memory_import with "
+                                     "from: markdown reads back."},
            "path": {**PATH, "description": "File to write, under .memnest/ in the workspace "
                                            "(or under MEMNEST_OUTPUT_DIR when the user set "
                                            "one)."},
@@ -35,6 +42,13 @@ class ExportArgs(TypedDict, total=False):
        },
        "additionalProperties": False})
 def memory_export(ctx: ToolContext, args: ExportArgs) -> dict[str, Any]:
+    if args.get("format") == "markdown":
+        if "path" in args or "include_workspace_paths" in args:
+            raise invalid("format markdown writes a new folder under .memnest/exports/; "
+                          "path and include_workspace_paths go with json")
+        notes = export_notes(ctx, ctx.confinement)
+        return {"format": "markdown", "folder": notes.folder, "notes": notes.notes,
+                "links": notes.links}
     with_paths = args.get("include_workspace_paths", False)
     done = export_memories(ctx, args.get("path"), with_paths, ctx.confinement)
     counts = done.counts
@@ -101,6 +115,8 @@ def _adopted_view(done: Adopted) -> dict[str, Any]:
         "removed": [{"id": m.id, "source": m.origin_session, "content": m.content[:160]}
                     for m in done.removed],
     }
+    if any(done.links.values()):
+        out["links"] = done.links
     if done.pruned:
         out["pruned"] = done.pruned
     elif done.removed and not done.dry_run:

@@ -18,11 +18,18 @@ def is_export(path: Path) -> bool:
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", nargs="?",
-                        help="default: .memnest/exports/memories-<time>.json")
+    parser.add_argument("file", nargs="?", metavar="PATH",
+                        help="default: .memnest/exports/memories-<time>.json (with --format "
+                             "markdown: a new or empty folder, default one under "
+                             ".memnest/exports/)")
+    parser.add_argument("--format", choices=("json", "markdown"), default="json",
+                        help="json: one file memnest imports; markdown: one note per memory, "
+                             "readable in Obsidian, that `import --from markdown` reads back")
 
 
 def cmd_export(args: argparse.Namespace) -> None:
+    if args.format == "markdown":
+        return _export_notes(args)
     if args.file and ws.remote():
         raise Failure("with a remote daemon (MEMNEST_REMOTE) the export is written on the "
                       "daemon's machine, under the workspace's .memnest/exports/; run "
@@ -46,6 +53,29 @@ def cmd_export(args: argparse.Namespace) -> None:
 # The kinds `--from` takes: the daemon's memory_import lists and checks them.
 SOURCE_KINDS = ("claude-code", "cline", "cursor", "kiro", "agents-md", "copilot", "serena",
                 "windsurf", "markdown")
+
+
+def _export_notes(args: argparse.Namespace) -> None:
+    if args.file and ws.remote():
+        raise Failure("with a remote daemon (MEMNEST_REMOTE) the notes are written on the "
+                      "daemon's machine, under the workspace's .memnest/exports/; run "
+                      "`memnest-ctl export --format markdown` without PATH")
+    target = Path(args.file).expanduser().absolute() if args.file else None
+    if target is not None and target.exists() and (not target.is_dir() or
+                                                   any(target.iterdir())):
+        raise Failure(f"{target} exists and is not an empty folder; it is left as it is")
+    out = call(client(), args, "memory_export", {"format": "markdown"})
+    if target is not None and out["notes"]:
+        # written under the workspace's .memnest/ by the daemon; moved where the user asked
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists():
+            target.rmdir()
+        shutil.move(out["folder"], target)
+        out["folder"] = str(target)
+    if args.json:
+        print_json(out)
+        return
+    print(f"wrote {out['notes']} notes with {out['links']} links to {out['folder']}")
 
 
 def add_import_arguments(parser: argparse.ArgumentParser) -> None:
