@@ -86,8 +86,8 @@ def adopt(ctx: CallContext, ask: SourceAsk, confined: Confined | None = None) ->
     if kind is None:
         raise invalid(f"from: {ask.kind!r} is not a kind memnest imports; one of "
                       f"{', '.join(KINDS)}")
-    if kind.name == "markdown" and ask.path is None:
-        raise invalid("from markdown needs a path: the folder of notes to import")
+    if kind.needs_path and ask.path is None:
+        raise invalid(f"from {kind.name} needs a path: {kind.reads.split(':')[0]}")
     if ask.path is not None:
         _check_path(ask.path)
         ask = SourceAsk(ask.kind, os.path.expanduser(ask.path), ask.dry_run, ask.prune)

@@ -2,6 +2,7 @@
 and what a piece of each is (category, tags, the files it applies to). `read_source` finds a
 kind's files (or those under the PATH given), reads them and splits them into Units."""
 import dataclasses
+import glob
 import os
 import re
 from collections.abc import Callable
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from ..core.records import normalise_tags
 from ..core.types import Category
 from ..storage.safe_files import Confined
-from . import markdown, notes
+from . import markdown, notes, stores
 from .files import Reader
 from .units import Found, SourceFile, Unit
 
@@ -44,6 +45,8 @@ class Kind:
     names: re.Pattern[str] = _MD  # the files taken from a folder given as PATH
     category: Category = "general"
     follows_imports: bool = False
+    needs_path: bool = False  # it keeps no files in a known place: PATH is needed
+    split: Callable[[SourceFile, int], list[Unit]] | None = None  # not Markdown: its parser
 
 
 def _fixed(*spots: Spot) -> Callable[[str], list[Spot]]:
@@ -78,6 +81,17 @@ def _claude_spots(workspace: str) -> list[Spot]:
             Spot(auto, _MD, home=True)]
 
 
+def _server_memory_spots(workspace: str) -> list[Spot]:
+    """Where the memory server keeps its file: MEMORY_FILE_PATH when the daemon has it
+    (absolute), else beside the package npx installed, else in the workspace."""
+    named = os.environ.get("MEMORY_FILE_PATH", "")
+    found = [named] if os.path.isabs(os.path.expanduser(named)) else []
+    found += sorted(glob.glob(os.path.expanduser(
+        "~/.npm/_npx/*/node_modules/@modelcontextprotocol/server-memory/dist/memory.json*")))
+    return [*(Spot(os.path.expanduser(p), home=True) for p in found),
+            Spot("memory.jsonl"), Spot("memory.json")]
+
+
 KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("claude-code", "CLAUDE.md (project, .claude/, local and your own in ~/.claude) with "
          "their @imports, .claude/rules/, and the auto memory Claude Code keeps for the "
@@ -105,7 +119,12 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          _fixed(Spot(".windsurf/rules", _MD, recursive=True), Spot(".windsurfrules")),
          category="preference"),
     Kind("markdown", "a folder of Markdown notes (an Obsidian vault, basic-memory's folder): "
-         "PATH is needed", _fixed()),
+         "PATH is needed", _fixed(), needs_path=True),
+    Kind("server-memory", "the official MCP memory server's memory.jsonl (MEMORY_FILE_PATH, "
+         "the npx cache, or the workspace's memory.jsonl)", _server_memory_spots,
+         names=re.compile(r"(?i).+\.jsonl?"), split=stores.server_memory_units),
+    Kind("mem0", "a mem0 export or get_all dump (JSON): PATH is needed", _fixed(),
+         names=re.compile(r"(?i).+\.json"), needs_path=True, split=stores.mem0_units),
 )}
 
 # Cline's memory bank names its files by what they hold.
@@ -164,6 +183,13 @@ def _take(kind: Kind, reader: Reader, path: str, max_chars: int, found: Found,
     """One file's units, then (CLAUDE.md) the files it @imports."""
     source = reader.read(path)
     if source is None:
+        return
+    if kind.split is not None:
+        try:
+            found.units += kind.split(source, max_chars)
+        except stores.NotThisKind as wrong:
+            found.files.remove(source)  # not read as far as its memories go
+            found.skipped[source.shown] = f"not a {kind.name} file: {wrong}"
         return
     doc = markdown.parse(source.text)
     if kind.name == "markdown":

@@ -218,3 +218,54 @@ def test_claude_codes_auto_memory_and_your_own_claude_md_come_in(ctx, home, monk
     assert real.origin_session == f"~/.claude/projects/{slug}/memory/feedback_real_db.md:6"
     assert "The release freeze starts on the first Monday of March" in got
     assert not any("[Test DB must be real]" in c for c in got)  # the index line
+
+
+MEMORY_JSONL = (
+    '{"type":"entity","name":"Orders_API","entityType":"service","observations":'
+    '["Written in Go 1.22","Deploys via Argo CD"]}\n'
+    '{"type":"entity","name":"Ana_Lopez","entityType":"person","observations":'
+    '["On call for the orders service in March"]}\n'
+    '{"type":"relation","from":"Ana_Lopez","to":"Orders_API","relationType":"is_on_call_for"}\n')
+MEM0 = """{"count": 2, "next": null, "previous": null, "results": [
+  {"id": "3f2b8c1e-6d7a-4b0e-9a51-2c4e8f0d7b13", "memory": "Prefers window seats on long flights",
+   "user_id": "ana", "metadata": {"source": "travel-bot"}, "categories": ["travel", "preferences"],
+   "created_at": "2025-07-01T09:12:44.120381-07:00", "updated_at": null},
+  {"id": "a9c04d55-1e3f-47b2-8c6d-0f9e2b7a4c81", "memory": "Allergic to peanuts",
+   "user_id": "ana", "metadata": null, "categories": ["health"]}
+]}
+"""
+
+
+def test_the_memory_servers_graph_becomes_memories_and_links(ctx, home):
+    _write(ctx, "memory.jsonl", MEMORY_JSONL)
+    done = adopt(ctx, SourceAsk("server-memory"))
+    got = {m.content: m for m in _memories(ctx, "server-memory")}
+    assert set(got) == {"Orders API: Written in Go 1.22", "Orders API: Deploys via Argo CD",
+                        "Ana Lopez: On call for the orders service in March",
+                        "Ana Lopez is on call for Orders API"}
+    go = got["Orders API: Written in Go 1.22"]
+    assert go.origin_session == "memory.jsonl:1" and {"service", "orders-api"} <= set(go.tags)
+    with ctx.store.reading():
+        edges = {(ctx.store.catalog[a].content, ctx.store.catalog[b].content)
+                 for _, a, b in ctx.store.graph.edges}
+    assert ("Ana Lopez: On call for the orders service in March",
+            "Orders API: Written in Go 1.22") in edges
+    assert ("Ana Lopez is on call for Orders API", "Orders API: Written in Go 1.22") in edges
+    assert done.links["unresolved"] == 0
+    assert adopt(ctx, SourceAsk("server-memory")).count("unchanged") == 4
+
+
+def test_a_mem0_dump_comes_in_with_its_categories_as_tags(ctx, home):
+    _write(ctx, "exports/mem0.json", MEM0)
+    _write(ctx, "exports/broken.json", '{"results": [')
+    adopt(ctx, SourceAsk("mem0", "exports/mem0.json"))
+    got = {m.content: m for m in _memories(ctx, "mem0")}
+    assert set(got) == {"Prefers window seats on long flights", "Allergic to peanuts"}
+    assert {"mem0", "travel", "preferences"} <= set(got["Prefers window seats on long "
+                                                        "flights"].tags)
+    assert got["Allergic to peanuts"].origin_session == "exports/mem0.json:5"
+    broken = adopt(ctx, SourceAsk("mem0", "exports"))
+    assert "not JSON" in broken.found.skipped["exports/broken.json"]
+    assert broken.count("unchanged") == 2 and broken.removed == []
+    with pytest.raises(ToolError, match="needs a path"):
+        adopt(ctx, SourceAsk("mem0"))
