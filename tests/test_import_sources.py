@@ -192,3 +192,31 @@ def test_export_as_markdown_and_back_into_an_empty_workspace(setup, tmp_path):
     assert [(e["type"], e["to_id"]) for e in shown["edges"]] == [
         ("EXPLAINS", got["The staging database is rebuilt every Monday"]["id"])]
     client.close()
+
+
+def test_a_digest_for_editors_without_mcp_and_what_it_will_not_overwrite(setup):
+    daemon, workspace, home = setup
+    client = daemon.client()
+    shared = client.call_tool("memory_store", {"content": "Releases are cut every second "
+                                                          "Thursday", "importance": 5},
+                              str(workspace))["id"]
+    client.call_tool("memory_share", {"id": shared}, str(workspace))
+    client.call_tool("memory_store", {"content": "My own alias: gs is git status"},
+                     str(workspace))
+    (workspace / "AGENTS.md").write_text("# Hand-written instructions\n")
+    refused = ctl(daemon, workspace, "export", "--format", "agents-md", "AGENTS.md")
+    assert refused.returncode != 0 and "not written by memnest" in refused.stderr
+    assert (workspace / "AGENTS.md").read_text() == "# Hand-written instructions\n"
+    out = ctl(daemon, workspace, "export", "--format", "agents-md", "docs/AGENTS.md")
+    assert out.returncode != 0 and "is not a folder" in out.stderr  # nothing half-written
+    assert "Traceback" not in out.stderr
+    (workspace / "docs").mkdir()
+    out = ctl(daemon, workspace, "export", "--format", "agents-md", "docs/AGENTS.md")
+    assert out.returncode == 0, out.stderr
+    text = (workspace / "docs" / "AGENTS.md").read_text()
+    assert "Releases are cut" in text and "alias" not in text  # private stays private
+    again = ctl(daemon, workspace, "export", "--format", "claude-md", "--scope", "all",
+                "docs/AGENTS.md")
+    assert again.returncode == 0, again.stderr  # memnest's own digest may be replaced
+    assert "alias: gs" in (workspace / "docs" / "AGENTS.md").read_text()
+    client.close()

@@ -13,6 +13,9 @@ from typing import Any, cast
 from memnest_proto.version import VERSION
 
 from ..core.records import Memory, utcnow
+from ..curation.screening import markers
+from ..sources.digest import SIGNATURE as DIGEST_MARK
+from ..sources.digest import DigestStyle, render_digest
 from ..sources.notes import NOTE_MARK, note_name, render_note
 from ..storage.safe_files import Confined, write_file
 from ..store.changes import Edge
@@ -21,6 +24,7 @@ from .transfer import FORMAT, SIGNATURE, VERSION_1, CountName, EdgeRow, ExportFi
 
 DEFAULT_DIR = ".memnest/exports"
 NOTE_SIGNATURE = f"---\n{NOTE_MARK}: 1\n".encode()  # how a note an export wrote starts
+DIGEST_SIGNATURE = DIGEST_MARK.encode()
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,36 @@ def export_notes(ctx: CallContext, confined: Confined | None = None) -> Exported
                           NOTE_SIGNATURE, "memory note", ctx.settings.output_dir, confined)
         written = os.path.dirname(path)
     return ExportedNotes(written, len(content.memories), len(content.edges))
+
+
+@dataclass(frozen=True)
+class ExportedDigest:
+    path: str
+    shown: int
+    left_out: int  # did not fit the size the editors read
+    withheld: int  # flagged as speaking to an agent, or private when only shared was asked
+    lines: int
+    size: int
+
+
+def export_digest(ctx: CallContext, style: DigestStyle, only_shared: bool,
+                  confined: Confined | None = None) -> ExportedDigest:
+    """The most important memories as one Markdown file (sources/digest.py) under
+    .memnest/exports/, for an editor that reads AGENTS.md or MEMORY.md. Text flagged as
+    speaking to an agent is never put where agents read instructions; `only_shared` keeps
+    private memories out of a file meant for the repository."""
+    content = _read(ctx)
+    kept = [m for m in content.memories if (m.scope == "shared" or not only_shared)
+            and not markers(m.content)]
+    digest = render_digest(kept, style, f"memnest {VERSION}")
+    data = digest.text.encode("utf-8")
+    name = "AGENTS" if style == "agents-md" else "MEMORY"
+    default = f"{DEFAULT_DIR}/{name}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S-%f}.md"
+    written = write_file(ctx.workspace, None, default, data, DIGEST_SIGNATURE,
+                         "memory digest", ctx.settings.output_dir, confined)
+    return ExportedDigest(written, digest.shown, digest.left_out,
+                          len(content.memories) - len(kept), digest.text.count("\n"),
+                          len(data))
 
 
 def _note_fields(m: Memory) -> dict[str, object]:

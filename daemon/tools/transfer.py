@@ -1,11 +1,11 @@
 """memory_export and memory_import: a workspace's memories, relations and keep-separate verdicts
 as one portable JSON file, and back. The file and the work are in daemon/operations/
 (transfer.py: the format and its checks; exporting.py, importing.py)."""
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 from ..core.errors import invalid
 from ..operations.adopting import PLANNED_SHOWN, Action, Adopted, Planned, SourceAsk, adopt
-from ..operations.exporting import export_memories, export_notes
+from ..operations.exporting import export_digest, export_memories, export_notes
 from ..operations.importing import Imported, LinkTally, import_file
 from ..operations.transfer import FORMAT, VERSION_1
 from ..sources.kinds import KINDS
@@ -17,7 +17,8 @@ PATH: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 4096}
 class ExportArgs(TypedDict, total=False):
     path: str
     include_workspace_paths: bool
-    format: str
+    format: Literal["json", "markdown", "agents-md", "claude-md"]
+    scope: Literal["shared", "all"]
 
 
 @tool("memory_export",
@@ -29,10 +30,17 @@ class ExportArgs(TypedDict, total=False):
       "as [[links]]; readable in Obsidian) into a new folder under .memnest/exports/.",
       {"type": "object",
        "properties": {
-           "format": {"type": "string", "enum": ["json", "markdown"],
+           "format": {"type": "string", "enum": ["json", "markdown", "agents-md",
+                                                  "claude-md"],
                       "description": "json (default): one export file; markdown: a folder "
                                      "of notes, one per memory, that memory_import with "
-                                     "from: markdown reads back."},
+                                     "from: markdown reads back; agents-md, claude-md: the "
+                                     "most important memories as one AGENTS.md or MEMORY.md "
+                                     "within the 200 lines editors read."},
+           "scope": {"type": "string", "enum": ["shared", "all"],
+                     "description": "With agents-md or claude-md: only memories shared with "
+                                    "the team (default for agents-md, which lives in the "
+                                    "repository) or all (default for claude-md)."},
            "path": {**PATH, "description": "File to write, under .memnest/ in the workspace "
                                            "(or under MEMNEST_OUTPUT_DIR when the user set "
                                            "one)."},
@@ -42,7 +50,19 @@ class ExportArgs(TypedDict, total=False):
        },
        "additionalProperties": False})
 def memory_export(ctx: ToolContext, args: ExportArgs) -> dict[str, Any]:
-    if args.get("format") == "markdown":
+    style = args.get("format", "json")
+    if "scope" in args and style not in ("agents-md", "claude-md"):
+        raise invalid("scope goes with format agents-md or claude-md")
+    if style == "agents-md" or style == "claude-md":
+        if "path" in args or "include_workspace_paths" in args:
+            raise invalid(f"format {style} writes a new file under .memnest/exports/; path "
+                          "and include_workspace_paths go with json")
+        scope = args.get("scope", "shared" if style == "agents-md" else "all")
+        digest = export_digest(ctx, style, scope == "shared", ctx.confinement)
+        return {"format": style, "path": digest.path, "memories": digest.shown,
+                "left_out": digest.left_out, "withheld": digest.withheld,
+                "lines": digest.lines, "bytes": digest.size, "scope": scope}
+    if style == "markdown":
         if "path" in args or "include_workspace_paths" in args:
             raise invalid("format markdown writes a new folder under .memnest/exports/; "
                           "path and include_workspace_paths go with json")

@@ -10,11 +10,7 @@ EXPORT_SIGNATURE = b'{\n "format": "memnest-export"'  # how an export file start
 
 
 def is_export(path: Path) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(len(EXPORT_SIGNATURE)) == EXPORT_SIGNATURE
-    except OSError:
-        return False
+    return _starts_with(path, EXPORT_SIGNATURE)
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,14 +18,27 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
                         help="default: .memnest/exports/memories-<time>.json (with --format "
                              "markdown: a new or empty folder, default one under "
                              ".memnest/exports/)")
-    parser.add_argument("--format", choices=("json", "markdown"), default="json",
+    parser.add_argument("--format", choices=("json", "markdown", "agents-md", "claude-md"),
+                        default="json",
                         help="json: one file memnest imports; markdown: one note per memory, "
-                             "readable in Obsidian, that `import --from markdown` reads back")
+                             "readable in Obsidian, that `import --from markdown` reads back; "
+                             "agents-md, claude-md: the most important memories as one "
+                             "AGENTS.md or MEMORY.md within 200 lines")
+    parser.add_argument("--scope", choices=("shared", "all"),
+                        help="with agents-md or claude-md: only shared memories (default for "
+                             "agents-md, which lives in the repository) or all")
+
+
+DIGEST_SIGNATURE = b"<!-- memnest digest"  # how a digest starts: one export may replace
 
 
 def cmd_export(args: argparse.Namespace) -> None:
+    if args.scope and args.format not in ("agents-md", "claude-md"):
+        raise Failure("--scope goes with --format agents-md or claude-md")
     if args.format == "markdown":
         return _export_notes(args)
+    if args.format in ("agents-md", "claude-md"):
+        return _export_digest(args)
     if args.file and ws.remote():
         raise Failure("with a remote daemon (MEMNEST_REMOTE) the export is written on the "
                       "daemon's machine, under the workspace's .memnest/exports/; run "
@@ -76,6 +85,41 @@ def _export_notes(args: argparse.Namespace) -> None:
         print_json(out)
         return
     print(f"wrote {out['notes']} notes with {out['links']} links to {out['folder']}")
+
+
+def _export_digest(args: argparse.Namespace) -> None:
+    if args.file and ws.remote():
+        raise Failure("with a remote daemon (MEMNEST_REMOTE) the digest is written on the "
+                      "daemon's machine, under the workspace's .memnest/exports/; run it "
+                      "without PATH")
+    target = Path(args.file).expanduser().absolute() if args.file else None
+    if target is not None and target.exists() and not _starts_with(target, DIGEST_SIGNATURE):
+        raise Failure(f"{target} exists and was not written by memnest; it is left as it is "
+                      "(name another file, or move it away first)")
+    if target is not None and not target.parent.is_dir():
+        raise Failure(f"{target.parent} is not a folder; make it first")
+    arguments: dict[str, object] = {"format": args.format}
+    if args.scope:
+        arguments["scope"] = args.scope
+    out = call(client(), args, "memory_export", arguments)
+    if target is not None:
+        shutil.move(out["path"], target)
+        out["path"] = str(target)
+    if args.json:
+        print_json(out)
+        return
+    print(f"wrote {out['memories']} memories ({out['lines']} lines) to {out['path']}"
+          + (f"; {out['left_out']} more did not fit" if out["left_out"] else "")
+          + (f"; {out['withheld']} withheld (private, or flagged as speaking to an agent)"
+             if out["withheld"] else ""))
+
+
+def _starts_with(path: Path, signature: bytes) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(signature)) == signature
+    except OSError:
+        return False
 
 
 def add_import_arguments(parser: argparse.ArgumentParser) -> None:

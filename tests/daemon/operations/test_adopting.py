@@ -269,3 +269,52 @@ def test_a_mem0_dump_comes_in_with_its_categories_as_tags(ctx, home):
     assert broken.count("unchanged") == 2 and broken.removed == []
     with pytest.raises(ToolError, match="needs a path"):
         adopt(ctx, SourceAsk("mem0"))
+
+
+# One fixture per kind of rule file, written from each tool's documentation: where it
+# lives, a realistic file, and a piece that must come in with what it applies to.
+RULE_FIXTURES = {
+    "kiro": (".kiro/steering/api-standards.md",
+             "---\ninclusion: fileMatch\nfileMatchPattern: [\"app/api/**/*.ts\", "
+             "\"app/api/**/*.test.ts\"]\n---\n# API standards\n"
+             "- Every route validates input with zod before touching the DB.\n"
+             "- Response envelope `{ data, error }`; contract in #[[file:docs/openapi.yaml]]\n",
+             "Every route validates input with zod before touching the DB. (applies to "
+             "app/api/**/*.ts, app/api/**/*.test.ts)"),
+    "copilot": (".github/instructions/python-tests.instructions.md",
+                "---\napplyTo: \"tests/**/*.py,conftest.py\"\ndescription: Pytest conventions\n"
+                "---\n- Use plain `assert`; no unittest classes.\n- Fixtures go in the nearest "
+                "`conftest.py`, named after the resource (`db`, `client`).\n",
+                "Use plain `assert`; no unittest classes. (applies to tests/**/*.py, "
+                "conftest.py)"),
+    "serena": (".serena/memories/suggested_commands.md",
+               "# Suggested commands\n- Tests: `uv run pytest -q`\n- Lint and format: `uv run "
+               "ruff check --fix . && uv run ruff format .`\n",
+               "Tests: `uv run pytest -q`"),
+    "windsurf": (".windsurf/rules/python-style.md",
+                 "---\ntrigger: glob\ndescription: Python style for the ingestion service\n"
+                 "globs: ingest/**/*.py,tests/ingest/**/*.py\n---\n# Python style\n"
+                 "- Type-annotate public functions; run `mypy --strict ingest`.\n"
+                 "- Use `logging.getLogger(__name__)`, never `print`.\n",
+                 "Type-annotate public functions; run `mypy --strict ingest`. (applies to "
+                 "ingest/**/*.py, tests/ingest/**/*.py)"),
+    "cline": (".clinerules/02-frontend.md",
+              "---\npaths:\n  - \"web/src/components/**\"\n---\n# Component rules\n"
+              "- Function components only; colocate `*.test.tsx`.\n",
+              "Function components only; colocate `*.test.tsx`. (applies to "
+              "web/src/components/**)"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(RULE_FIXTURES))
+def test_each_kind_of_rule_file_comes_in_from_where_its_tool_keeps_it(ctx, home, kind):
+    where, text, expected = RULE_FIXTURES[kind]
+    _write(ctx, where, text)
+    _write(ctx, where.rsplit("/", 1)[0] + "/empty.md", "")
+    _write(ctx, where.rsplit("/", 1)[0] + "/only-frontmatter.md", "---\ntitle: x\n---\n")
+    done = adopt(ctx, SourceAsk(kind))
+    got = {m.content: m for m in _memories(ctx, kind)}
+    assert expected in got, sorted(got)
+    assert got[expected].origin_session.startswith(where + ":")
+    assert done.found.skipped == {} and len(got) == len(done.found.units)
+    assert adopt(ctx, SourceAsk(kind)).count("unchanged") == len(got)
