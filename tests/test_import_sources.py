@@ -114,6 +114,10 @@ def test_the_cli_imports_a_memory_bank_and_says_what_it_did(setup):
     listed, = calls(daemon, workspace, ("memory_list", {"via": "import"}))
     assert [m["content"][:40] for m in listed["memories"]] == [
         "Current focus: Replacing the CSV exporte"]
+    follow = ctl(daemon, workspace, "import", "--from", "cline", "--follow")
+    assert follow.returncode == 0 and "followed" in follow.stdout, follow.stderr
+    stop = ctl(daemon, workspace, "import", "--from", "cline", "--unfollow")
+    assert "no longer follows cline" in stop.stdout, stop.stderr
 
 
 def test_hostile_files_are_left_out_with_why_and_the_rest_comes_in(setup):
@@ -220,3 +224,32 @@ def test_a_digest_for_editors_without_mcp_and_what_it_will_not_overwrite(setup):
     assert again.returncode == 0, again.stderr  # memnest's own digest may be replaced
     assert "alias: gs" in (workspace / "docs" / "AGENTS.md").read_text()
     client.close()
+
+
+def test_a_followed_source_is_kept_in_step_across_a_restart(setup):
+    import time
+    daemon, workspace, home = setup
+    bank = workspace / "memory-bank" / "activeContext.md"
+    first, = calls(daemon, workspace, ("memory_import", {"from": "cline", "follow": True}))
+    assert first["store"] == 2 and first["followed"] == [{"from": "cline", "path": None}]
+    bank.write_text(ACTIVE_CONTEXT.replace("2 GB", "5 GB"))
+    time.sleep(2.2)  # a workspace's followed sources are looked at every 2 s at most
+    found, = calls(daemon, workspace, ("memory_search", {"query": "benchmark customer file"}))
+    assert "5 GB" in found["results"][0]["content"]
+
+    daemon.stop()
+    bank.write_text(ACTIVE_CONTEXT.replace("2 GB", "9 GB"))  # while the daemon was down
+    daemon.start()
+    found, listed = calls(daemon, workspace,
+                          ("memory_search", {"query": "benchmark customer file"}),
+                          ("memory_list", {"via": "import"}))
+    assert listed["total"] == 2, listed
+    assert any("9 GB" in m["content"] for m in listed["memories"]), listed
+
+    stopped, = calls(daemon, workspace, ("memory_import", {"from": "cline", "follow": False}))
+    assert stopped["followed"] == []
+    bank.write_text(ACTIVE_CONTEXT.replace("2 GB", "7 GB"))
+    time.sleep(2.2)
+    listed, = calls(daemon, workspace, ("memory_list", {"via": "import"}))
+    texts = " ".join(m["content"] for m in listed["memories"])
+    assert "9 GB" in texts and "7 GB" not in texts  # no longer followed

@@ -105,7 +105,7 @@ class Reader:
         if isinstance(text, _NotText):
             return self._skip(shown, str(text))
         rel = self.inside(path)
-        read = SourceFile(shown, rel or "", text)
+        read = SourceFile(shown, rel or "", text, full)
         self.found.files.append(read)
         return read
 

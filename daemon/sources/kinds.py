@@ -160,6 +160,7 @@ def read_source(kind: Kind, workspace: str, path: str | None, max_chars: int,
 
 def _paths(kind: Kind, reader: Reader, workspace: str, path: str | None) -> list[str]:
     if path is not None:
+        reader.found.looked_in.append(reader.absolute(path))
         if reader.is_dir(path):
             return reader.files_in(path, kind.names, recursive=True)
         return [path]
@@ -168,6 +169,7 @@ def _paths(kind: Kind, reader: Reader, workspace: str, path: str | None) -> list
         where = os.path.join(reader.home, spot.path) if spot.home else spot.path
         if spot.home and reader.confined is not None:
             continue  # the person's own files: for a local client only
+        reader.found.looked_in.append(reader.absolute(where))
         if spot.names is None:
             if reader.exists(where) and not reader.is_dir(where):
                 out.append(where)

@@ -13,6 +13,7 @@ class SourceFile:
     shown: str
     inside: str
     text: str
+    absolute: str = ""  # where it is, for a check that it changed
 
 
 @dataclass(frozen=True)
@@ -51,3 +52,4 @@ class Found:
     units: list[Unit] = field(default_factory=list)
     files: list[SourceFile] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+    looked_in: list[str] = field(default_factory=list)  # the places searched, absolute

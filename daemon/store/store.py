@@ -68,6 +68,9 @@ class MemoryStore:
         self.after_commit: list[AfterCommit] = []
         # team memory's state (team/state.py): set by the registry that opens the store
         self.team: TeamSlot | None = None
+        # what operations/following.py last saw of each followed source, by its key; gone
+        # with the store, so a store opened again looks at every followed source once
+        self.followed: dict[str, object] = {}
         self._load()
         log.info("opened %s: %d memories in %.2fs (%d embeddings read from the database)",
                  db_path, len(self.catalog),

@@ -17,6 +17,7 @@ from ..core.errors import ToolError, invalid
 from ..core.records import Origin
 from ..core.strict_schema import StrictValidator
 from ..curation import admission
+from ..operations import following
 from ..store.registry import StoreRegistry
 from ..store.store import MemoryStore
 from ..team import sync as team
@@ -72,6 +73,7 @@ class ToolContext:
         if self._store is None:
             self._store = self.stores.acquire(self.workspace, self.db_path)
             team_check(self)  # what it brought in waits for memory_sync (sync.unreported)
+            follow_check(self)
         return self._store
 
     def check_still_wanted(self) -> None:
@@ -101,6 +103,17 @@ def team_check(ctx: ToolContext) -> team.Report | None:
         logging.getLogger(__name__).exception("syncing %s/.memnest/shared failed",
                                               ctx.workspace)
         return None
+
+
+def follow_check(ctx: ToolContext) -> None:
+    """The sources this workspace follows, imported again when their files changed (a few
+    stat calls otherwise, at most every following.FOLLOW_CHECK_S). Never the call's
+    failure."""
+    try:
+        following.keep_in_step(ctx)
+    except Exception:  # noqa: BLE001 - the call goes on with what the store holds
+        logging.getLogger(__name__).exception("following sources of %s failed",
+                                              ctx.workspace)
 
 
 @dataclass

@@ -4,8 +4,10 @@ as one portable JSON file, and back. The file and the work are in daemon/operati
 from typing import Any, Literal, TypedDict
 
 from ..core.errors import invalid
+from ..operations import following
 from ..operations.adopting import PLANNED_SHOWN, Action, Adopted, Planned, SourceAsk, adopt
 from ..operations.exporting import export_digest, export_memories, export_notes
+from ..operations.following import Followed
 from ..operations.importing import Imported, LinkTally, import_file
 from ..operations.transfer import FORMAT, VERSION_1
 from ..sources.kinds import KINDS
@@ -79,7 +81,7 @@ def memory_export(ctx: ToolContext, args: ExportArgs) -> dict[str, Any]:
 
 
 ImportArgs = TypedDict("ImportArgs", {"path": str, "from": str, "dry_run": bool,
-                                      "prune": bool}, total=False)
+                                      "prune": bool, "follow": bool}, total=False)
 
 
 @tool("memory_import",
@@ -104,21 +106,40 @@ ImportArgs = TypedDict("ImportArgs", {"path": str, "from": str, "dry_run": bool,
                                                          "flagged, and change nothing."},
            "prune": {"type": "boolean", "description": "With `from`: also forget the "
                                                        "memories whose section is gone "
-                                                       "from its file."}},
+                                                       "from its file."},
+           "follow": {"type": "boolean",
+                      "description": "With `from`: true keeps this workspace in step with "
+                                     "these files (imported again whenever they change); "
+                                     "false stops following them."}},
        "additionalProperties": False},
       idempotent=True, long_running=True)
 def memory_import(ctx: ToolContext, args: ImportArgs) -> dict[str, Any]:
     if "from" in args:
-        return _adopted_view(adopt(ctx, SourceAsk(args["from"], args.get("path"),
-                                                  args.get("dry_run", False),
-                                                  args.get("prune", False)),
-                                   ctx.confinement))
+        return _adopt(ctx, args)
     if "path" not in args:
         raise invalid("path: the export file to load (or give `from` to take in another "
                       "tool's files)")
-    if args.get("dry_run") or args.get("prune"):
-        raise invalid("dry_run and prune go with `from`; an export file is loaded whole")
+    if args.get("dry_run") or args.get("prune") or "follow" in args:
+        raise invalid("dry_run, prune and follow go with `from`; an export file is loaded "
+                      "whole")
     return _import_view(import_file(ctx, args["path"], ctx.confinement))
+
+
+def _adopt(ctx: ToolContext, args: ImportArgs) -> dict[str, Any]:
+    source = Followed(args["from"], args.get("path"))
+    if args.get("follow") is False:  # stop following; nothing imported
+        following.set_followed(ctx, source, False, None)
+        return {"from": source.kind, "followed": [f.view() for f in following.followed(
+            ctx.store, ctx.workspace)]}
+    if args.get("follow") and args.get("dry_run"):
+        raise invalid("follow goes with an import, not a dry run")
+    done = adopt(ctx, SourceAsk(source.kind, source.path, args.get("dry_run", False),
+                                args.get("prune", False)), ctx.confinement)
+    out = _adopted_view(done)
+    if args.get("follow"):
+        following.set_followed(ctx, source, True, done)
+    out["followed"] = [f.view() for f in following.followed(ctx.store, ctx.workspace)]
+    return out
 
 
 _COUNTED: tuple[Action, ...] = ("store", "update", "moved", "unchanged", "held", "duplicate",

@@ -133,6 +133,12 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> None:
                              "flagged, and change nothing")
     parser.add_argument("--prune", action="store_true",
                         help="with --from: also forget memories whose section is gone")
+    following = parser.add_mutually_exclusive_group()
+    following.add_argument("--follow", action="store_true",
+                           help="with --from: keep the workspace in step with these files "
+                                "(imported again whenever they change)")
+    following.add_argument("--unfollow", action="store_true",
+                           help="with --from: stop following these files")
     parser.set_defaults(all=False)  # one workspace: long_call reads --all
 
 
@@ -147,8 +153,9 @@ def cmd_import(args: argparse.Namespace) -> None:
     if args.file is None:
         raise Failure("import needs PATH, the export file (or --from KIND for another tool's "
                       "files)")
-    if args.dry_run or args.prune:
-        raise Failure("--dry-run and --prune go with --from; an export file is loaded whole")
+    if args.dry_run or args.prune or args.follow or args.unfollow:
+        raise Failure("--dry-run, --prune, --follow and --unfollow go with --from; an export "
+                      "file is loaded whole")
     path = args.file if ws.remote() else str(Path(args.file).expanduser().resolve())
     [(workspace, out)] = long_call(args, "memory_import", {"path": path})
     if args.json:
@@ -161,10 +168,21 @@ def cmd_import(args: argparse.Namespace) -> None:
 
 
 def _adopt(args: argparse.Namespace) -> None:
-    arguments: dict[str, object] = {"from": args.source, "dry_run": args.dry_run,
-                                    "prune": args.prune}
+    arguments: dict[str, object] = {"from": args.source}
     if args.file:
         arguments["path"] = _path(args.file)
+    if args.unfollow:
+        arguments["follow"] = False
+        [(workspace, out)] = long_call(args, "memory_import", arguments)
+        if args.json:
+            print_json(out)
+            return
+        print(f"{workspace}: no longer follows {args.source} "
+              f"{args.file or '(where it keeps its files)'}")
+        return
+    arguments.update(dry_run=args.dry_run, prune=args.prune)
+    if args.follow:
+        arguments["follow"] = True
     [(workspace, out)] = long_call(args, "memory_import", arguments)
     if args.json:
         print_json(out)
@@ -183,6 +201,8 @@ def _adopt(args: argparse.Namespace) -> None:
         print("  (memnest-ctl import --from ... --prune forgets them)")
     for where, why in out.get("skipped", {}).items():
         print(f"  skipped {where}: {why}")
+    if args.follow:
+        print("  followed: imported again whenever these files change")
 
 
 COMMANDS = (
