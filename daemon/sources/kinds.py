@@ -16,6 +16,7 @@ from .files import Reader
 from .units import Found, SourceFile, Unit
 
 MAX_UNITS = 50_000  # pieces taken from one import
+NOTES_KINDS = ("markdown", "basic-memory")  # folders of notes: sources/notes.py reads them
 IMPORT_DEPTH = 5  # CLAUDE.md @imports followed this many hops, as Claude Code does
 MAX_TAGS = 6
 _MD = re.compile(r"(?i).+\.md")
@@ -81,6 +82,11 @@ def _claude_spots(workspace: str) -> list[Spot]:
             Spot(auto, _MD, home=True)]
 
 
+def _basic_memory_spots(workspace: str) -> list[Spot]:
+    home = os.environ.get("BASIC_MEMORY_HOME") or os.path.join("~", "basic-memory")
+    return [Spot(os.path.expanduser(home), _MD, recursive=True, home=True)]
+
+
 def _server_memory_spots(workspace: str) -> list[Spot]:
     """Where the memory server keeps its file: MEMORY_FILE_PATH when the daemon has it
     (absolute), else beside the package npx installed, else in the workspace."""
@@ -120,6 +126,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          category="preference"),
     Kind("markdown", "a folder of Markdown notes (an Obsidian vault, basic-memory's folder): "
          "PATH is needed", _fixed(), needs_path=True),
+    Kind("basic-memory", "basic-memory's notes: its default project (BASIC_MEMORY_HOME, or "
+         "~/basic-memory), read as a notes folder", _basic_memory_spots),
     Kind("server-memory", "the official MCP memory server's memory.jsonl (MEMORY_FILE_PATH, "
          "the npx cache, or the workspace's memory.jsonl)", _server_memory_spots,
          names=re.compile(r"(?i).+\.jsonl?"), split=stores.server_memory_units),
@@ -194,8 +202,8 @@ def _take(kind: Kind, reader: Reader, path: str, max_chars: int, found: Found,
             found.skipped[source.shown] = f"not a {kind.name} file: {wrong}"
         return
     doc = markdown.parse(source.text)
-    if kind.name == "markdown":
-        _take_note(source, doc, max_chars, found)
+    if kind.name in NOTES_KINDS:
+        _take_note(kind, source, doc, max_chars, found)
         return
     scope = applies_to(doc.front)
     category, tags = _file_meta(kind, source, doc)
@@ -217,7 +225,7 @@ def _take(kind: Kind, reader: Reader, path: str, max_chars: int, found: Found,
             _take(kind, reader, target, max_chars, found, depth + 1)
 
 
-def _take_note(source: SourceFile, doc: markdown.Document, max_chars: int,
+def _take_note(kind: Kind, source: SourceFile, doc: markdown.Document, max_chars: int,
                found: Found) -> None:
     """A note of a notes folder: memnest's own (one memory, its fields and links), or
     another's, split into pieces with basic-memory's and Obsidian's conventions read; the
@@ -232,7 +240,7 @@ def _take_note(source: SourceFile, doc: markdown.Document, max_chars: int,
         return
     keys = tuple(dict.fromkeys(k.lower() for k in (
         stem, str(doc.front.get("title", "")), str(doc.front.get("permalink", ""))) if k))
-    category, tags = _file_meta(KINDS["markdown"], source, doc)
+    category, tags = _file_meta(kind, source, doc)
     first = len(found.units)
     relations: list[tuple[str, str]] = []
     for piece in markdown.pieces(doc, max_chars):

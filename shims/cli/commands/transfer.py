@@ -61,7 +61,7 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 # The kinds `--from` takes: the daemon's memory_import lists and checks them.
 SOURCE_KINDS = ("claude-code", "cline", "cursor", "kiro", "agents-md", "copilot", "serena",
-                "windsurf", "markdown", "server-memory", "mem0")
+                "windsurf", "markdown", "basic-memory", "server-memory", "mem0")
 
 
 def _export_notes(args: argparse.Namespace) -> None:

@@ -318,3 +318,16 @@ def test_each_kind_of_rule_file_comes_in_from_where_its_tool_keeps_it(ctx, home,
     assert got[expected].origin_session.startswith(where + ":")
     assert done.found.skipped == {} and len(got) == len(done.found.units)
     assert adopt(ctx, SourceAsk(kind)).count("unchanged") == len(got)
+
+
+def test_basic_memory_is_read_from_its_own_folder(ctx, home, monkeypatch):
+    notes = home / "bm"
+    notes.mkdir()
+    monkeypatch.setenv("BASIC_MEMORY_HOME", str(notes))
+    (notes / "coffee.md").write_text("---\ntitle: Coffee\ntags: [drinks]\n---\n"
+                                     "## Observations\n- [preference] Oat milk, no sugar #taste\n")
+    adopt(ctx, SourceAsk("basic-memory"))
+    (got,) = _memories(ctx, "basic-memory")
+    assert got.content == "Observations: Oat milk, no sugar #taste"
+    assert got.category == "preference" and {"drinks", "taste"} <= set(got.tags)
+    assert got.origin_session == "~/bm/coffee.md:6" and got.code.anchors == ()
