@@ -296,9 +296,15 @@ def test_dream_proposes_a_merge_from_the_review_page_and_the_person_makes_it(ben
                                ("memory_get", {"id": absorbed}))
         assert sorted(kept["tags"]) == ["docker", "tests"] and "no memory with id" in gone
     check()
+    browser.get(ui.base + "/dream")
+    assert "No dream has run" in browser.find_element(By.ID, "last-dream").text
+    load(browser, browser.find_element(By.ID, "run-dream"))
+    assert "The last dream ran at" in wait_for(browser, "#last-dream").text
     daemon.stop()
     daemon.start()
     check()
+    browser.get(ui.base + "/dream")  # what the last dream did is kept in the database
+    assert "The last dream ran at" in browser.find_element(By.ID, "last-dream").text
 
 
 def test_an_unknown_memory_or_workspace_is_a_page_not_a_traceback(bench):

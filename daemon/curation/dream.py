@@ -9,6 +9,7 @@ It works in three steps so that a dream never holds up a user's call for long:
 A dry run stops after step 2. Dream state (when it last ran, where the scan window stands)
 lives in the database's Meta table, per workspace.
 """
+import json
 import math
 import time
 from collections.abc import Callable, Iterable
@@ -119,6 +120,33 @@ class Plan:
 
 def _state_key(workspace: str, name: str) -> str:
     return f"dream:{workspace}:{name}"
+
+
+class LastDream(TypedDict):
+    """What the last dream that ran (by hand or by upkeep) did, as the database keeps it."""
+    at: str
+    merged: int
+    pruned: int
+    reembedded: int
+    clusters: int  # left for a person to decide
+    duration_ms: float
+
+
+def last_dream(store: MemoryStore, workspace: str) -> LastDream | None:
+    text = store.db.meta(_state_key(workspace, "last_report"))
+    try:
+        found = json.loads(text) if text else None
+    except ValueError:
+        return None
+    if not isinstance(found, dict) or set(found) != set(LastDream.__annotations__):
+        return None
+    try:
+        return LastDream(at=str(found["at"]), merged=int(found["merged"]),
+                         pruned=int(found["pruned"]), reembedded=int(found["reembedded"]),
+                         clusters=int(found["clusters"]),
+                         duration_ms=float(found["duration_ms"]))
+    except (TypeError, ValueError):
+        return None
 
 
 def take_snapshot(store: MemoryStore, workspace: str) -> Snapshot:
@@ -406,10 +434,15 @@ def dream(store: MemoryStore, workspace: str, embedder: Embedder, settings: Drea
     reembedded = apply_reembed(store, snap, embedder, p.reembed)
     progress(4, 5, "graph signal")
     graph_report = refresh_signal(store, workspace)
+    finished = utcnow()
+    summary = LastDream(at=iso(finished) or "", merged=len(merged), pruned=len(pruned),
+                        reembedded=reembedded, clusters=len(p.clusters),
+                        duration_ms=round((time.monotonic() - started) * 1000, 1))
     with store.writing():
         store.commit(Changes(reap_topics=True, meta={
-            _state_key(workspace, "last_at"): utcnow().isoformat(),
-            _state_key(workspace, "window_start"): str(p.next_start)}))
+            _state_key(workspace, "last_at"): finished.isoformat(),
+            _state_key(workspace, "window_start"): str(p.next_start),
+            _state_key(workspace, "last_report"): json.dumps(summary)}))
     progress(5, 5, "done")
     report.update(DreamReport(status="done", merged=merged, pruned=pruned,
                               reembedded=reembedded, topics_reaped=orphans, graph=graph_report))

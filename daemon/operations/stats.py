@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..core.records import Memory
+from ..curation.dream import LastDream, last_dream
 from ..store.store import MemoryStore
 from ..team import sync as team
 from .context import CallContext
@@ -26,6 +27,7 @@ class Stats:
     owners: dict[str, int]  # workspace -> memories, of every workspace in the database file
     team_warnings: list[str]  # shared files that could not be imported
     team_synced_at: datetime | None  # when the shared folder was last read
+    last_dream: LastDream | None  # what the last dream did
 
 
 def stats(ctx: CallContext) -> Stats:
@@ -43,7 +45,7 @@ def stats(ctx: CallContext) -> Stats:
         shared = sum(m.scope == "shared" for m in mine)
     return Stats(len(mine), shared, dict(sorted(categories.items())), topics, top, newest,
                  census, owners, team.warnings(store, ctx.workspace),
-                 team.last_synced(store, ctx.workspace))
+                 team.last_synced(store, ctx.workspace), last_dream(store, ctx.workspace))
 
 
 def index_census(store: MemoryStore) -> dict[str, int | bool]:

@@ -18,7 +18,8 @@ class StatsArgs(TypedDict, total=False):
       "location, search index health (`index_health`, and `vector_index` with status ok, "
       "degraded or empty), `db_scope` (whether other workspaces keep memories in the same "
       "database file), `team` (last sync of teammates' files, files that could not be "
-      "imported), `warnings` and the daemon's runtime.",
+      "imported), `last_dream` (when the last dream ran and what it did), `warnings` and "
+      "the daemon's runtime.",
       {"type": "object", "properties": {}, "additionalProperties": False},
       read_only=True, idempotent=True)
 def memory_stats(ctx: ToolContext, args: StatsArgs) -> dict[str, Any]:
@@ -39,6 +40,7 @@ def memory_stats(ctx: ToolContext, args: StatsArgs) -> dict[str, Any]:
         "memories": found.memories,
         "shared_memories": found.shared_memories,
         "team": {"last_sync": iso(found.team_synced_at), "problems": found.team_warnings},
+        "last_dream": found.last_dream,
         "categories": found.categories,
         "topics": len(found.topics),
         "top_topics": dict(sorted(found.topics.items(), key=lambda kv: (-kv[1], kv[0]))[:10]),

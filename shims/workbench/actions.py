@@ -13,7 +13,7 @@ from starlette.responses import RedirectResponse, Response
 
 from ..tool_json import ToolArguments, ToolResult
 from .pages import page
-from .views import CATEGORIES, link_of, team_state, workspace_of
+from .views import CATEGORIES, last_dream, link_of, team_state, workspace_of
 
 MAX_TAGS: Final = 50
 PROPOSALS_SHOWN: Final = 20  # of dream's merges and prunes, each with its memories' text
@@ -173,6 +173,7 @@ async def dream(request: Request) -> Response:
         if wanted else {}
     shown = {m["id"]: m for m in got.get("memories", [])}
     return page(request, "dream.html", ws=ws, report=report, dry_run=dry_run, shown=shown,
+                last=last_dream(request),
                 merges=[m for m in merges if all(i in shown for i in m["pair"])],
                 prunes=[shown[i] for i in prunes if i in shown])
 

@@ -263,7 +263,14 @@ def team(request: Request) -> Response:
 
 def dream(request: Request) -> Response:
     return page(request, "dream.html", ws=workspace_of(request), report=None, dry_run=True,
+                last=last_dream(request),
                 notice=NOTICES.get(request.query_params.get("done", ""), ""))
+
+
+def last_dream(request: Request) -> ToolResult | None:
+    """What the last dream did (memory_stats keeps it), for the dream page."""
+    found = link_of(request).call("memory_stats", {}, workspace_of(request)).get("last_dream")
+    return found if isinstance(found, dict) else None
 
 
 def graph(request: Request) -> Response:

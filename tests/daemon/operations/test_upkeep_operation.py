@@ -59,3 +59,15 @@ def test_a_dry_run_plans_a_merge_and_writes_nothing(tmp_path):
         assert len(ctx.store.catalog) == 1
     finally:
         ctx.close()
+
+
+def test_what_the_last_dream_did_is_kept_and_a_damaged_record_reads_as_none(ctx):
+    from memnest_daemon.curation.dream import last_dream
+    stored_memories(ctx, *TEXTS)
+    assert last_dream(ctx.store, ctx.workspace) is None
+    done = consolidate(ctx, False, True)
+    kept = last_dream(ctx.store, ctx.workspace)
+    assert kept is not None and kept["merged"] == len(done["merged"])
+    assert kept["at"].endswith("Z") and kept["duration_ms"] >= 0
+    ctx.store.db.set_meta(f"dream:{ctx.workspace}:last_report", '{"at": 1, "merged": "x"}')
+    assert last_dream(ctx.store, ctx.workspace) is None
