@@ -73,7 +73,8 @@ class ToolContext:
         if self._store is None:
             self._store = self.stores.acquire(self.workspace, self.db_path)
             team_check(self)  # what it brought in waits for memory_sync (sync.unreported)
-            follow_check(self)
+            if self.origin.via != "hook":  # a hook's budget is too short for an import
+                follow_check(self)
         return self._store
 
     def check_still_wanted(self) -> None:
