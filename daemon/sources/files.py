@@ -56,13 +56,16 @@ class Reader:
         return None
 
     def shown(self, path: str) -> str:
+        """How a file is named to the person and in provenance: relative to the workspace,
+        or with ~; a character that does not print (a planted name's terminal escape)
+        shown as '?'."""
         rel = self.inside(path)
         if rel is not None:
-            return rel or "."
+            return _printable(rel or ".")
         full = os.path.normpath(path)
         if self.home and (full == self.home or full.startswith(self.home + os.sep)):
-            return "~" + full[len(self.home):]
-        return full
+            return _printable("~" + full[len(self.home):])
+        return _printable(full)
 
     def absolute(self, path: str) -> str:
         rel = self.inside(path)
@@ -211,6 +214,10 @@ class Reader:
         if self.confined is not None:
             raise Refused(Why.PERMISSION, -1, folder)
         return open_dir(os.path.normpath(folder), [])
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 class _TooBig(Exception):

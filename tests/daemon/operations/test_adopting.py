@@ -331,3 +331,11 @@ def test_basic_memory_is_read_from_its_own_folder(ctx, home, monkeypatch):
     assert got.content == "Observations: Oat milk, no sugar #taste"
     assert got.category == "preference" and {"drinks", "taste"} <= set(got.tags)
     assert got.origin_session == "~/bm/coffee.md:6" and got.code.anchors == ()
+
+
+def test_a_planted_file_name_cannot_write_to_the_terminal(ctx, home):
+    _write(ctx, "memory-bank/\x1b[2Jclear\x07.md", "- The queue drains every five minutes\n")
+    done = adopt(ctx, SourceAsk("cline"))
+    (got,) = _memories(ctx, "cline")
+    assert got.origin_session == "memory-bank/?[2Jclear?.md:1"
+    assert all(c.isprintable() for f in done.found.files for c in f.shown)
