@@ -99,8 +99,13 @@ ImportArgs = TypedDict("ImportArgs", {"path": str, "from": str, "dry_run": bool,
                                            "workspace (may not leave it), or absolute (for "
                                            "a remote client, inside its allowed folders)."},
            "from": {"type": "string", "enum": list(KINDS),
-                    "description": "The kind of files to take in: " + "; ".join(
-                        f"{k.name}: {k.reads}" for k in KINDS.values()) + "."},
+                    "description": "Another tool's files to take in, found where it keeps "
+                                   "them for this workspace unless `path` names them: "
+                                   "CLAUDE.md and Claude Code's auto memory, Cline's memory "
+                                   "bank, Cursor, Kiro, Copilot or Windsurf rules, AGENTS.md, "
+                                   "Serena's memories, a notes folder (markdown, "
+                                   "basic-memory), the MCP memory server's JSONL, a mem0 "
+                                   "dump."},
            "dry_run": {"type": "boolean", "description": "With `from`: report what would "
                                                          "be stored, updated, merged or "
                                                          "flagged, and change nothing."},
