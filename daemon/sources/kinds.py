@@ -24,6 +24,8 @@ _MDC = re.compile(r"(?i).+\.mdc|\.cursorrules")
 # An @import in a CLAUDE.md: @ at a word's start, then a path with a file extension.
 _AT_IMPORT = re.compile(r"(?<![\w@`/])@((?:~/|\.{1,2}/|/)?[\w.@~+-]+(?:/[\w.@~+-]+)*\.\w+)")
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
+_BOILERPLATE = re.compile(r"This file provides guidance to [\w .()/-]{1,60} when working with "
+                          r"code in this repository\.?$")
 _INDEX_LINE = re.compile(r"\[[^\]\n]+\]\([^)\s]+\.md\)")
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -212,6 +214,8 @@ def _take(kind: Kind, reader: Reader, path: str, max_chars: int, found: Found,
     for piece in markdown.pieces(doc, max_chars):
         if index and _INDEX_LINE.search(piece.text):
             continue  # Claude's MEMORY.md line pointing at a topic file, imported itself
+        if _BOILERPLATE.match(piece.text):
+            continue  # the line `claude /init` and its kind open every file with
         text = piece.text
         if isinstance(named, str) and named and not piece.trail:
             text = f"{named}: {text}"

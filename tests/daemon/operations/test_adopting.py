@@ -339,3 +339,16 @@ def test_a_planted_file_name_cannot_write_to_the_terminal(ctx, home):
     (got,) = _memories(ctx, "cline")
     assert got.origin_session == "memory-bank/?[2Jclear?.md:1"
     assert all(c.isprintable() for f in done.found.files for c in f.shown)
+
+
+def test_a_realistic_claude_md_splits_the_way_a_person_would(ctx, home):
+    text = (Path(__file__).parents[2] / "data" / "sources" / "CLAUDE.md").read_text()
+    _write(ctx, "CLAUDE.md", text)
+    adopt(ctx, SourceAsk("claude-code"))
+    got = [m.content for m in _memories(ctx)]
+    assert len(got) == 15 and not any(c.startswith("This file provides guidance") for c in got)
+    assert "Conventions: Money is `int64` cents, never `float64`." in got
+    assert any(c.startswith("Commands: ```bash\nmake build") and c.endswith("```")
+               for c in got)  # a fenced block stays whole
+    assert any(c.startswith("Architecture: | Layer | May import |") for c in got)
+    assert any(c.startswith("Conventions > Testing: Prefer table-driven tests.") for c in got)
