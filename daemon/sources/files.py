@@ -18,6 +18,7 @@ MAX_FILES = 2000  # files read by one import
 MAX_TOTAL_BYTES = 64 << 20  # all the files of one import
 MAX_ENTRIES = 50_000  # directory entries looked at while finding them
 MAX_DEPTH = 8  # folders below the one searched
+MAX_WATCHED = 500  # folders a followed source's check looks at (operations/following.py)
 # Folders never searched for notes: tools', builds', dependencies', memnest's own.
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__",
                        ".memnest", ".tox", ".mypy_cache", ".pytest_cache", "dist", "build",
@@ -174,6 +175,8 @@ class Reader:
                 self._skip(shown, _WHY.get(refused.why, refused.strerror))
             return []
         out: list[str] = []
+        if len(self.found.looked_in) < MAX_WATCHED:  # a new file in it shows in its mtime
+            self.found.looked_in.append(self.absolute(folder))
         try:
             with os.scandir(fd) as entries:
                 for entry in sorted(entries, key=lambda e: e.name)[:MAX_ENTRIES]:

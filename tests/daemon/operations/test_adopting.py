@@ -352,3 +352,17 @@ def test_a_realistic_claude_md_splits_the_way_a_person_would(ctx, home):
                for c in got)  # a fenced block stays whole
     assert any(c.startswith("Architecture: | Layer | May import |") for c in got)
     assert any(c.startswith("Conventions > Testing: Prefer table-driven tests.") for c in got)
+
+
+def test_a_followed_source_notices_a_new_file_in_a_folder_it_searched(ctx, home):
+    from memnest_daemon.operations.following import Followed, keep_in_step, set_followed
+    _write(ctx, "AGENTS.md", "- Run `make check` before every commit\n")
+    _write(ctx, "web/README.md", "not an AGENTS.md\n")
+    done = adopt(ctx, SourceAsk("agents-md"))
+    set_followed(ctx, Followed("agents-md", None), True, done)
+    ctx.store.followed.pop("checked", None)
+    assert keep_in_step(ctx) == []  # nothing changed: nothing imported
+    _write(ctx, "web/AGENTS.md", "- The web app uses pnpm, not npm\n")
+    ctx.store.followed.pop("checked", None)  # as if two seconds had passed
+    (again,) = keep_in_step(ctx)
+    assert again.stored and any("pnpm" in m.content for m in _memories(ctx, "agents-md"))
