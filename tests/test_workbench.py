@@ -7,9 +7,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import TimeoutException, WebDriverException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.expected_conditions import staleness_of
 from selenium.webdriver.support.ui import Select, WebDriverWait
 from support import ROOT, Workbench, result_json, selenium_chrome
 
@@ -69,7 +68,8 @@ def shot(browser, name: str) -> None:
 def wait_for(browser, css: str, timeout: float = 10):
     """The first element `css` selects, once there is one; else fail with the page's text."""
     try:
-        return WebDriverWait(browser, timeout).until(
+        # a page being replaced may answer with an error of its own: asked again
+        return WebDriverWait(browser, timeout, ignored_exceptions=(WebDriverException,)).until(
             lambda b: b.find_elements(By.CSS_SELECTOR, css) or False)[0]
     except TimeoutException:
         text = browser.find_element(By.TAG_NAME, "body").text
@@ -84,7 +84,18 @@ def load(browser, element) -> None:
         element.submit()
     else:
         element.click()
-    WebDriverWait(browser, 10).until(staleness_of(page))
+    WebDriverWait(browser, 10).until(lambda _: _gone(page))
+
+
+def _gone(element) -> bool:
+    """Whether `element` has left the page. Chromium answers for an element of a page being
+    replaced either "stale" or, mid-navigation, "Node ... does not belong to the document"
+    (an unknown error selenium's staleness_of does not catch): both mean gone."""
+    try:
+        element.is_enabled()
+        return False
+    except WebDriverException:
+        return True
 
 
 def no_errors_in_console(browser, but_status: int | None = None) -> None:
