@@ -13,12 +13,11 @@ from ..core.types import Category
 from ..storage.safe_files import Confined
 from . import markdown, notes, stores
 from .files import Reader
-from .units import Found, SourceFile, Unit
+from .units import Found, SourceFile, Unit, piece_tags, slug
 
 MAX_UNITS = 50_000  # pieces taken from one import
 NOTES_KINDS = ("markdown", "basic-memory")  # folders of notes: sources/notes.py reads them
 IMPORT_DEPTH = 5  # CLAUDE.md @imports followed this many hops, as Claude Code does
-MAX_TAGS = 6
 _MD = re.compile(r"(?i).+\.md")
 _MDC = re.compile(r"(?i).+\.mdc|\.cursorrules")
 # An @import in a CLAUDE.md: @ at a word's start, then a path with a file extension.
@@ -27,7 +26,6 @@ _CODE_SPAN = re.compile(r"`[^`\n]*`")
 _BOILERPLATE = re.compile(r"This file provides guidance to [\w .()/-]{1,60} when working with "
                           r"code in this repository\.?$")
 _INDEX_LINE = re.compile(r"\[[^\]\n]+\]\([^)\s]+\.md\)")
-_WORD = re.compile(r"[a-z0-9]+")
 
 
 @dataclass(frozen=True)
@@ -175,7 +173,9 @@ def _paths(kind: Kind, reader: Reader, workspace: str, path: str | None) -> list
             return reader.files_in(path, kind.names, recursive=True)
         return [path]
     out: list[str] = []
-    for spot in kind.spots(workspace):
+    spots = kind.spots(workspace)
+    folders = {s.path for s in spots if s.names is not None}  # a name that is either
+    for spot in spots:
         where = os.path.join(reader.home, spot.path) if spot.home else spot.path
         if spot.home and reader.confined is not None:
             continue  # the person's own files: for a local client only
@@ -183,7 +183,7 @@ def _paths(kind: Kind, reader: Reader, workspace: str, path: str | None) -> list
         if spot.names is None:
             if reader.exists(where) and not reader.is_dir(where):
                 out.append(where)
-            elif reader.exists(where) and spot.path != ".clinerules":
+            elif reader.exists(where) and spot.path not in folders:
                 reader.found.skipped[reader.shown(where)] = "not a regular file"
         elif reader.is_dir(where) or not reader.exists(where):
             out += reader.files_in(where, spot.names, spot.recursive)
@@ -300,14 +300,7 @@ def _file_meta(kind: Kind, source: SourceFile, doc: markdown.Document
 
 def _tags(file_tags: list[str], trail: tuple[str, ...], title: str) -> tuple[str, ...]:
     heads = [h for h in trail if h and h != title]
-    tags = file_tags + ([slug(heads[0])] if heads else [])
-    return tuple(normalise_tags([t for t in tags if t])[:MAX_TAGS])
-
-
-def slug(text: str) -> str:
-    """camelCase and words to kebab-case: techContext -> tech-context."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
-    return "-".join(_WORD.findall(spaced.lower()))[:50]
+    return piece_tags(file_tags + ([slug(heads[0])] if heads else []))
 
 
 def infer_category(text: str, default: Category) -> Category:

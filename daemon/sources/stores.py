@@ -9,8 +9,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..core.records import normalise_tags
-from .units import SourceFile, Unit
+from .units import SourceFile, Unit, piece_tags, slug
 
 MAX_OBSERVATIONS = 1000  # per entity
 _ID_LINE = re.compile(r'"id"\s*:\s*"([^"\n]{1,100})"')
@@ -123,5 +122,4 @@ def _key(value: object) -> str:
 
 
 def _tags(*words: str) -> tuple[str, ...]:
-    slugs = ["-".join(re.findall(r"[a-z0-9]+", w.lower()))[:50] for w in words if w]
-    return tuple(normalise_tags([s for s in slugs if s])[:6])
+    return piece_tags(slug(w) for w in words)

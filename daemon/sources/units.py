@@ -1,8 +1,14 @@
 """What a source file yields: Units (one fact or section each, with the lines it came from),
 and the files left out with why."""
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ..core.records import normalise_tags
 from ..core.types import Category
+
+MAX_TAGS = 6  # tags a piece takes from where it came from
+_WORD = re.compile(r"[a-z0-9]+")
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,17 @@ class Unit:
     def session(self) -> str:
         """The provenance it is stored with (origin session): the file and its lines."""
         return f"{self.file.shown}:{self.lines}"
+
+
+def slug(text: str) -> str:
+    """camelCase and words to kebab-case: techContext -> tech-context."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
+    return "-".join(_WORD.findall(spaced.lower()))[:50]
+
+
+def piece_tags(tags: Iterable[str]) -> tuple[str, ...]:
+    """A piece's tags: normalised, the empty ones dropped, MAX_TAGS at most."""
+    return tuple(normalise_tags([t for t in tags if t])[:MAX_TAGS])
 
 
 def file_of_session(session: str) -> str:
