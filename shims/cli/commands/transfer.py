@@ -39,17 +39,12 @@ def cmd_export(args: argparse.Namespace) -> None:
         return _export_notes(args)
     if args.format in ("agents-md", "claude-md"):
         return _export_digest(args)
-    if args.file and ws.remote():
-        raise Failure("with a remote daemon (MEMNEST_REMOTE) the export is written on the "
-                      "daemon's machine, under the workspace's .memnest/exports/; run "
-                      "`memnest-ctl export` without FILE and copy it from there")
-    target = Path(args.file).expanduser().absolute() if args.file else None
+    target = _target(args, "the export is", "`memnest-ctl export` without FILE and copy it "
+                                            "from there")
     if target is not None and target.exists() and not is_export(target):
         raise Failure(f"{target} exists and is not a memnest export; it is left as it is")
     out = call(client(), args, "memory_export", {})
     if target is not None:
-        # The daemon writes only under the workspace's .memnest/; this command, run by the
-        # user, moves the file where the user asked.
         shutil.move(out["path"], target)
         out["path"] = str(target)
     if args.json:
@@ -64,18 +59,24 @@ SOURCE_KINDS = ("claude-code", "cline", "cursor", "kiro", "agents-md", "copilot"
                 "windsurf", "markdown", "basic-memory", "server-memory", "mem0")
 
 
-def _export_notes(args: argparse.Namespace) -> None:
+def _target(args: argparse.Namespace, what: str, instead: str) -> Path | None:
+    """Where the user asked the export to go (PATH), or None. The daemon writes under the
+    workspace's .memnest/ and this command, run by the user, moves it there; a remote
+    daemon writes on its own machine, where no local PATH can name."""
     if args.file and ws.remote():
-        raise Failure("with a remote daemon (MEMNEST_REMOTE) the notes are written on the "
-                      "daemon's machine, under the workspace's .memnest/exports/; run "
-                      "`memnest-ctl export --format markdown` without PATH")
-    target = Path(args.file).expanduser().absolute() if args.file else None
+        raise Failure(f"with a remote daemon (MEMNEST_REMOTE) {what} written on the daemon's "
+                      f"machine, under the workspace's .memnest/exports/; run {instead}")
+    return Path(args.file).expanduser().absolute() if args.file else None
+
+
+def _export_notes(args: argparse.Namespace) -> None:
+    target = _target(args, "the notes are", "`memnest-ctl export --format markdown` without "
+                                            "PATH")
     if target is not None and target.exists() and (not target.is_dir() or
                                                    any(target.iterdir())):
         raise Failure(f"{target} exists and is not an empty folder; it is left as it is")
     out = call(client(), args, "memory_export", {"format": "markdown"})
     if target is not None and out["notes"]:
-        # written under the workspace's .memnest/ by the daemon; moved where the user asked
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.exists():
             target.rmdir()
@@ -88,11 +89,7 @@ def _export_notes(args: argparse.Namespace) -> None:
 
 
 def _export_digest(args: argparse.Namespace) -> None:
-    if args.file and ws.remote():
-        raise Failure("with a remote daemon (MEMNEST_REMOTE) the digest is written on the "
-                      "daemon's machine, under the workspace's .memnest/exports/; run it "
-                      "without PATH")
-    target = Path(args.file).expanduser().absolute() if args.file else None
+    target = _target(args, "the digest is", "it without PATH")
     if target is not None and target.exists() and not _starts_with(target, DIGEST_SIGNATURE):
         raise Failure(f"{target} exists and was not written by memnest; it is left as it is "
                       "(name another file, or move it away first)")
