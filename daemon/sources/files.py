@@ -8,6 +8,7 @@ import os
 import re
 import stat
 from collections.abc import Iterable
+from itertools import islice
 
 from ..storage.beneath import Refused, Why, open_dir, open_file
 from ..storage.safe_files import Confined
@@ -179,7 +180,9 @@ class Reader:
             self.found.looked_in.append(self.absolute(folder))
         try:
             with os.scandir(fd) as entries:
-                for entry in sorted(entries, key=lambda e: e.name)[:MAX_ENTRIES]:
+                # at most what the budget has left is held (and sorted), however big the folder
+                left = max(MAX_ENTRIES - self.entries, 0) + 1
+                for entry in sorted(islice(entries, left), key=lambda e: e.name):
                     self.entries += 1
                     if self.entries > MAX_ENTRIES:
                         self._skip(shown, f"over {MAX_ENTRIES} entries searched; the rest "
