@@ -40,7 +40,8 @@ class Daemon:
         self.log = root / "memnestd.log"
         self.env = {**os.environ, "MEMNEST_SOCKET": str(self.socket),
                     "MEMNEST_LOG_FILE": str(self.log),
-                    "MEMORY_EMBEDDING_MODEL": OFFLINE_MODEL}
+                    "MEMORY_EMBEDDING_MODEL": OFFLINE_MODEL,
+                    "MEMNEST_USER_DIR": str(root / "personal")}
         self.env.pop("MEMORY_WORKSPACE", None)
         self.env.pop("MEMORY_DB_PATH", None)
         self.proc: subprocess.Popen | None = None
@@ -211,6 +212,22 @@ class OperationContext:
         from memnest_daemon.core.errors import ToolError
         if self.gone:
             raise ToolError("cancelled", "the caller hung up")
+
+    @property
+    def checkout(self) -> str:
+        """Where the call runs: the workspace itself, unless a test sets `worktree`."""
+        return self.__dict__.get("worktree") or self.workspace
+
+    def personal(self):
+        """The personal tier: a test gives one with `personal_tier`; None otherwise."""
+        return self.__dict__.get("personal_tier")
+
+    def elsewhere(self, workspace: str):
+        from memnest_daemon.core.errors import ToolError
+        raise ToolError("permission_denied", "unit-test contexts reach no other workspace")
+
+    def known_workspaces(self) -> list[str]:
+        return []
 
     def other(self, workspace: str) -> "OperationContext":
         """A context of another workspace on the same store."""

@@ -54,6 +54,7 @@ class CodeContext:
     anchors: tuple[Anchor, ...] = ()
     branch: str = ""   # the git branch the memory was written on
     commit: str = ""   # HEAD then
+    worktree: str = ""  # the git worktree it was written in, when not the main checkout
 
     def __bool__(self) -> bool:
         return bool(self.anchors or self.branch or self.commit)
@@ -65,6 +66,8 @@ class CodeContext:
             out["branch"] = self.branch
         if self.commit:
             out["commit"] = self.commit
+        if self.worktree:
+            out["worktree"] = self.worktree
         return out
 
     def to_json(self) -> str:
@@ -103,7 +106,7 @@ def _parse(text: str) -> CodeContext:
         anchors = tuple(Anchor(**{k: v for k, v in a.items() if k in _FIELDS})
                         for a in value.get("anchors", [])[:MAX_ANCHORS] if _well_typed(a))
         return CodeContext(anchors, str(value.get("branch") or ""),
-                           str(value.get("commit") or ""))
+                           str(value.get("commit") or ""), str(value.get("worktree") or ""))
     except (ValueError, TypeError, AttributeError):
         return CodeContext()
 

@@ -120,6 +120,11 @@ class Settings:
     query_memory_mb: int  # what one memory_query may allocate, beyond the database's pool
     capture_judge: bool = True  # memory_store refuses junk (curation/capture.py)
     tls: TlsSettings = field(default_factory=TlsSettings)
+    # scopes (store/resolution.py, operations/tiers.py): whether a git worktree shares its
+    # repository's memory, the personal tier's folder, and whether searches recall it
+    worktrees: str = "shared"
+    user_dir: str = ""
+    user_recall: bool = True
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -161,7 +166,29 @@ class Settings:
             query_memory_mb=max(64, _int("MEMNEST_QUERY_MEMORY_MB", 1024)),
             capture_judge=_flag("MEMORY_CAPTURE_JUDGE", True),
             tls=TlsSettings.from_env(),
+            worktrees=_choice("MEMNEST_WORKTREES", WORKTREE_MODES),
+            user_dir=_user_dir(),
+            user_recall=_flag("MEMNEST_USER_TIER", True),
         )
+
+
+WORKTREE_MODES = ("shared", "own")
+
+
+def _choice(name: str, allowed: tuple[str, ...]) -> str:
+    raw = os.environ.get(name, "").strip().lower() or allowed[0]
+    if raw not in allowed:
+        raise SystemExit(f"{name}={raw!r}: expected one of {', '.join(allowed)}")
+    return raw
+
+
+def _user_dir() -> str:
+    """The personal tier's folder: MEMNEST_USER_DIR, else the user's data folder."""
+    raw = os.environ.get("MEMNEST_USER_DIR", "").strip()
+    if raw:
+        return os.path.abspath(os.path.expanduser(raw))
+    import platformdirs
+    return os.path.join(platformdirs.user_data_dir("memnest"), "personal")
 
 
 FUSION_MODES = ("context", "legacy", "rrf")

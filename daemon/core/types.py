@@ -9,6 +9,12 @@ from memnest_proto.contract import Category as Category
 # Who may see a memory: only this machine, or the team through its shared file (daemon/team/).
 Scope = Literal["private", "shared"]
 SCOPES: tuple[Scope, ...] = get_args(Scope)
+# Where memory_store may put a memory: a scope of the workspace, or "user": the person's
+# own tier, kept once in the user's data folder and recalled in every workspace.
+StoreScope = Literal[Scope, "user"]
+STORE_SCOPES: tuple[StoreScope, ...] = ("private", "shared", "user")
+# Which memory a context serves: a workspace's, or the personal tier's.
+Tier = Literal["workspace", "user"]
 
 # How a write came: what a client may say it is, what only the daemon says, and "" when not
 # known (written before provenance was kept, or a client that named none).

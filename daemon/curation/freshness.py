@@ -98,7 +98,7 @@ class Freshness:
 
 def written_context(workspace: str, content: str, explicit: Sequence[GivenAnchor] | None,
                     auto: bool = True, keep: CodeContext | None = None,
-                    where: str = "") -> CodeContext:
+                    where: str = "", worktree: str = "") -> CodeContext:
     """The code context of a memory being written: the anchors given (`explicit`, an error if
     one cannot be anchored), or else those `keep` already had, plus the citations found in
     the text when `auto`; and the branch and commit when the workspace is a git repository.
@@ -119,7 +119,7 @@ def written_context(workspace: str, content: str, explicit: Sequence[GivenAnchor
     branch = repo.branch if repo else ""
     commit = repo.head if repo else ""
     return CodeContext(tuple(_without_secrets(a) for a in anchors[:MAX_ANCHORS]), branch,
-                       commit)
+                       commit, worktree)
 
 
 def _without_secrets(anchor: Anchor) -> Anchor:
@@ -159,14 +159,16 @@ def merged(a: CodeContext, b: CodeContext) -> CodeContext:
     anchors = list(a.anchors) + [x for x in b.anchors
                                  if all(y.where != x.where for y in a.anchors)]
     return CodeContext(tuple(anchors[:MAX_ANCHORS]), a.branch or b.branch,
-                       a.commit or b.commit)
+                       a.commit or b.commit, a.worktree or b.worktree)
 
 
 # -- when memories are recalled ------------------------------------------------------------------
 
-def freshness(memories: list[Memory]) -> dict[int, Freshness]:
+def freshness(memories: list[Memory], checkouts: dict[str, str] | None = None
+              ) -> dict[int, Freshness]:
     """The state of each memory's anchors and branch, for memories that have either (each
-    checked in its own workspace: a global search shows several)."""
+    checked in its own workspace: a global search shows several). `checkouts`: where a
+    workspace's files are for this call (a worktree of its repository), by workspace."""
     found: dict[int, Freshness] = {}
     repos: dict[str, Repo | None] = {}
     cache = FileCache()
@@ -174,12 +176,13 @@ def freshness(memories: list[Memory]) -> dict[int, Freshness]:
         context = m.code
         if not context:
             continue
-        if m.workspace not in repos:
-            repos[m.workspace] = Repo.of(m.workspace)
-        repo = repos[m.workspace]
+        root = (checkouts or {}).get(m.workspace, m.workspace)
+        if root not in repos:
+            repos[root] = Repo.of(root)
+        repo = repos[root]
         f = Freshness(checked=m.code)
         for anchor in context.anchors:
-            f.checks.append(check(m.workspace, anchor, repo, cache))
+            f.checks.append(check(root, anchor, repo, cache))
         f.branch = _other_branch(context, repo)
         # Code that only moved (lines shifted, a file renamed) is re-anchored where it is now.
         # A write costs a checkpoint, so only a new place is written; a file edited elsewhere
@@ -188,7 +191,7 @@ def freshness(memories: list[Memory]) -> dict[int, Freshness]:
         follow = [c.now if c.now is not None and c.state in ("moved", "fresh")
                   and c.now.where != c.anchor.where else c.anchor for c in f.checks]
         if any(a is not c.anchor for a, c in zip(follow, f.checks)):
-            f.reanchored = CodeContext(tuple(follow), context.branch, context.commit)
+            f.reanchored = dataclasses.replace(context, anchors=tuple(follow))
         if f.checks or f.branch:
             found[m.id] = f
     return found
@@ -228,8 +231,7 @@ def refreshed(workspace: str, context: CodeContext) -> tuple[CodeContext, list[s
                                                  repo=repo)))
         except AnchorError as exc:
             notes.append(f"{anchor.where}: {exc}; anchor dropped")
-    return CodeContext(tuple(kept), context.branch,
-                       context.commit), notes
+    return dataclasses.replace(context, anchors=tuple(kept)), notes
 
 
 # -- review ----------------------------------------------------------------------------------------
@@ -237,11 +239,12 @@ def refreshed(workspace: str, context: CodeContext) -> tuple[CodeContext, list[s
 MAX_STALE_LISTED = 200  # memories listed per file
 
 
-def stale_report(memories: list[Memory], include_moved: bool = False
+def stale_report(memories: list[Memory], include_moved: bool = False,
+                 checkouts: dict[str, str] | None = None
                  ) -> tuple[dict[str, object], dict[int, Freshness]]:
     """Stale memories grouped by the file of their stale anchors (memory_stale), and the
-    freshness of each memory checked."""
-    files, stale, found = stale_files(memories, include_moved)
+    freshness of each memory checked (`checkouts`: as freshness() takes them)."""
+    files, stale, found = stale_files(memories, include_moved, checkouts)
     out: dict[str, object] = {"anchored": len(memories), "stale": stale, "files": files}
     if stale:
         out["hint"] = ("read the cited code; for memories that still hold call "
@@ -251,11 +254,12 @@ def stale_report(memories: list[Memory], include_moved: bool = False
     return out, found
 
 
-def stale_files(memories: list[Memory], include_moved: bool = False
+def stale_files(memories: list[Memory], include_moved: bool = False,
+                checkouts: dict[str, str] | None = None
                 ) -> tuple[list[StaleFile], int, dict[int, Freshness]]:
     """The files of stale anchors, each with the memories citing it (up to
     MAX_STALE_LISTED), how many memories are stale, and the freshness of each checked."""
-    found = freshness(memories)
+    found = freshness(memories, checkouts)
     wanted: tuple[AnchorState, ...] = ("changed", "deleted", "moved") if include_moved \
         else ("changed", "deleted")
     by_file: dict[str, list[StaleEntry]] = {}

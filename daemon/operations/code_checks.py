@@ -21,17 +21,24 @@ CHECK_BEYOND_PAGE = 10
 Checks = dict[int, Freshness]  # memory id -> how its cited code looks now
 
 
-def rank_by_code(ranked: list[Ranked], shown: int) -> tuple[list[Ranked], Checks]:
+def rank_by_code(ranked: list[Ranked], shown: int, workspace: str = "",
+                 checkout: str = "") -> tuple[list[Ranked], Checks]:
     """Check the code of the first `shown` (+ a margin) ranked memories and rank those whose
-    code changed or went, or that come from an unmerged branch, lower."""
-    found = freshness([r.memory for r in ranked[:shown + CHECK_BEYOND_PAGE]])
+    code changed or went, or that come from an unmerged branch, lower. The `workspace`'s
+    memories are checked in `checkout`, where the call runs (a worktree)."""
+    found = freshness([r.memory for r in ranked[:shown + CHECK_BEYOND_PAGE]],
+                      checkouts_of(workspace, checkout))
     factors = {i: f.factor for i, f in found.items() if f.factor != 1.0}
     return (demote(ranked, factors, "code") if factors else ranked), found
 
 
-def check_code(memories: Sequence[Memory]) -> Checks:
+def check_code(memories: Sequence[Memory], workspace: str = "", checkout: str = "") -> Checks:
     """The code checks of memories shown by id (memory_get)."""
-    return freshness(list(memories))
+    return freshness(list(memories), checkouts_of(workspace, checkout))
+
+
+def checkouts_of(workspace: str, checkout: str) -> dict[str, str] | None:
+    return {workspace: checkout} if workspace and checkout and checkout != workspace else None
 
 
 def follow_moved_code(store: MemoryStore, found: Checks) -> None:
@@ -65,6 +72,7 @@ def stale(ctx: CallContext, include_moved: bool) -> StaleReport:
     with store.reading():
         anchored = [m for m in store.in_scope(ctx.workspace)
                     if m.code.anchors]
-    report, found = stale_report(anchored, include_moved)
+    report, found = stale_report(anchored, include_moved,
+                                 checkouts_of(ctx.workspace, ctx.checkout))
     follow_moved_code(store, found)
     return StaleReport(report)

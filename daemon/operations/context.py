@@ -30,6 +30,28 @@ class CallContext(Protocol):
     def check_still_wanted(self) -> None:
         """Raise before a write when the caller will never learn its result."""
 
+    @property
+    def checkout(self) -> str:
+        """Where the call runs (a worktree of the workspace's repository, or the workspace):
+        the files code anchors are checked against, the HEAD a memory is written on."""
+
+    def personal(self) -> CallContext | None:
+        """The user's personal tier as a context of its own (itself when it is one); None
+        when this caller may not reach it."""
+
+    def elsewhere(self, workspace: str) -> CallContext:
+        """A context of another of the user's workspaces (resolved and checked as a call's
+        workspace is); a ToolError when it is not one or this caller may not use it."""
+
+    def known_workspaces(self) -> list[str]:
+        """The user's workspaces the daemon has served, most recently used first."""
+
+
+def worktree_of(ctx: CallContext) -> str:
+    """The worktree a memory written by this call records: its checkout when that is not
+    the workspace itself."""
+    return ctx.checkout if ctx.checkout != ctx.workspace else ""
+
 
 class Reach(Protocol):
     """The workspaces a remote caller may see (tools' Confinement is one); a local caller

@@ -3,6 +3,7 @@ written as one export file (transfer.py), under the workspace's .memnest/ (or th
 MEMNEST_OUTPUT_DIR)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections import defaultdict
@@ -159,8 +160,9 @@ def memory_row(m: Memory, model: str, with_paths: bool) -> MemoryRow:
         "tags": list(m.tags), "importance": m.importance, "access_count": m.access_count,
         "created_at": _time(m.created_at), "updated_at": _time(m.updated_at),
         "accessed_at": _time(m.accessed_at), "embedding_model": m.embedding_model or model}
-    if m.code:  # anchors are workspace-relative
-        row["code"] = m.code.to_dict()
+    if m.code:  # anchors are workspace-relative; the worktree is a path of this machine
+        row["code"] = m.code.to_dict() if with_paths else \
+            dataclasses.replace(m.code, worktree="").to_dict()
     if m.global_id:  # the name of its file in .memnest/shared/ (team/)
         row["scope"] = m.scope
         row["global_id"] = m.global_id

@@ -12,6 +12,7 @@ from typing import Literal
 from ..core.errors import invalid
 from ..core.records import Memory
 from ..store.changes import Changes
+from . import tiers
 from .context import CallContext
 from .versions import moment, still
 
@@ -35,10 +36,27 @@ class Forgotten:
 
 def forget(ctx: CallContext, ids: list[int], expected: Mapping[int, str] | None = None
            ) -> Forgotten:
-    """Delete the workspace's memories with these ids (each once, in the order asked);
-    `expected`: by id, the `updated_at` the caller saw; a memory changed since stays."""
+    """Delete the workspace's memories with these ids (each once, in the order asked; a
+    personal memory by its shown id); `expected`: by id, the `updated_at` the caller saw; a
+    memory changed since stays."""
     asked = list(dict.fromkeys(ids))
     seen = _seen(asked, expected or {})
+    mine, personal_ids = tiers.split_ids(asked)
+    done = _forget(ctx, mine, seen)
+    if not personal_ids:
+        return done
+    personal = tiers.personal_of(ctx, "cannot delete a personal memory")
+    theirs = _forget(personal, personal_ids,
+                     {tiers.own_id(i): t for i, t in seen.items() if tiers.is_personal(i)})
+    deleted = set(done.deleted) | set(tiers.shifted(theirs.deleted))
+    return Forgotten([i for i in asked if i in deleted],
+                     done.missing + tiers.shifted(theirs.missing),
+                     done.changed + [tiers.as_shown(m) for m in theirs.changed])
+
+
+def _forget(ctx: CallContext, asked: list[int], seen: dict[int, datetime]) -> Forgotten:
+    if not asked:
+        return Forgotten([], [])
     store = ctx.store
     with store.writing():  # checked and deleted in one hold: no write comes between
         held = [i for i in asked

@@ -4,16 +4,17 @@ supersession) see every memory; the two that cost a look at code or at neighbour
 conflicted) see at most CHECKED_AT_MOST of those in order, and the listing says so."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Callable, Literal
 
 from ..core.records import Memory, normalise_tags
-from ..core.types import Scope
+from ..core.types import StoreScope
 from ..curation.conflicts import conflicts
 from ..curation.freshness import freshness
 from ..search.ranking import SearchFilter
-from .code_checks import Checks, follow_moved_code
+from . import tiers
+from .code_checks import Checks, checkouts_of, follow_moved_code
 from .context import CallContext
 
 Order = Literal["recent", "created", "importance", "accessed"]
@@ -48,7 +49,7 @@ class ListAsk:
     client: str | None = None
     limit: int | None = None
     offset: int = 0
-    scope: Scope | None = None
+    scope: StoreScope | None = None  # "user": the personal tier's memories
     since: datetime | None = None  # changed (updated_at) at or after
     until: datetime | None = None  # changed before
     superseded: bool | None = None  # True: only those a newer memory replaced; False: none
@@ -61,7 +62,18 @@ class ListAsk:
 
 
 def list_memories(ctx: CallContext, ask: ListAsk) -> Listing:
-    """The workspace's memories the filter admits, in `order_by` order, one page of them."""
+    """The workspace's memories the filter admits, in `order_by` order, one page of them;
+    with scope "user", the personal tier's (by their shown ids)."""
+    if ask.scope == "user":
+        tier = tiers.personal_of(ctx, "cannot list personal memories")
+        if tier is ctx or not tiers.has_personal(ctx):
+            return Listing([], 0, ask.offset, False)
+        page = _listed(tier, replace(ask, scope=None))
+        return replace(page, memories=[tiers.as_shown(m) for m in page.memories])
+    return _listed(ctx, ask)
+
+
+def _listed(ctx: CallContext, ask: ListAsk) -> Listing:
     limit = ask.limit or ctx.settings.list_limit
     store = ctx.store
     with store.reading():
@@ -103,7 +115,7 @@ def _checked(ctx: CallContext, ask: ListAsk, rows: list[Memory]
              ) -> tuple[list[Memory], Checks]:
     """The rows whose code is stale and that carry an unsettled conflict, as asked; the code
     checks made (to re-anchor code that only moved). Read lock held."""
-    found = freshness(rows) if ask.stale else {}
+    found = freshness(rows, checkouts_of(ctx.workspace, ctx.checkout)) if ask.stale else {}
     if ask.stale:
         rows = [m for m in rows if (f := found.get(m.id)) is not None and f.stale]
     if ask.conflicted and rows:

@@ -4,12 +4,12 @@ read lock and re-anchors code that only moved after it. Listing without ranking:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
 
-from ..core.errors import invalid
+from ..core.errors import ToolError, invalid
 from ..core.records import Memory, normalise_tags
 from ..curation.conflicts import conflicts, with_resolutions
 from ..curation.freshness import Freshness
@@ -18,6 +18,7 @@ from ..search.graph_signal import boost
 from ..search.ranking import Ranked, SearchFilter, demote_superseded, rank
 from ..store.neighbours import ConflictFlag
 from ..store.store import MemoryStore
+from . import tiers
 from .code_checks import Checks, check_code, follow_moved_code, rank_by_code
 from .context import CallContext, Reach
 
@@ -62,6 +63,8 @@ class Query:
     everywhere: bool = False  # every workspace of the database
     explain: bool = False
     fusion: Fusion | None = None
+    # other workspaces of the user to search too, by path; ["*"]: every one the daemon knows
+    workspaces: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,12 @@ class Hit:
     parts: dict[str, float] | None
     code: Freshness | None
     notes: Notes
+    source: Source = "here"
+
+
+# Where a hit comes from: the call's workspace, the personal tier, another workspace searched
+# on request (its memory's `workspace` says which).
+Source = Literal["here", "user", "other"]
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,8 @@ class Page:
     everywhere: bool
     narrowed: bool
     census: dict[str, Any] | None
+    searched: list[str] = field(default_factory=list)  # other workspaces searched
+    not_searched: dict[str, str] = field(default_factory=dict)  # named ones left out, and why
 
     @property
     def any_conflicts(self) -> bool:
@@ -114,16 +125,100 @@ def search(ctx: CallContext, query: Query, reach: Reach | None = None) -> Page:
                    category=query.category, tags=normalise_tags(query.tags),
                    min_importance=query.min_importance, via=query.via, client=query.client))
     query_vector = ctx.embedder.embed_one(text)  # outside the lock
+    others, not_searched = _other_tiers(ctx, query)
     store = ctx.store
     with store.reading():
         narrowed = query.everywhere and reach is not None and reach.hides_any(
             w for w, n in store.per_workspace.items() if n > 0)
         if narrowed:  # a remote caller sees only the workspaces it may use
             ask.flt.workspace = ctx.workspace
-        page, code = _ranked_page(ctx, ask, text, query_vector)
-    follow_moved_code(store, code)
-    return Page(page.hits, query.offset, page.has_more, query.everywhere and not narrowed,
-                narrowed, page.census)
+        if not others:
+            page, code = _ranked_page(ctx, ask, text, query_vector)
+    if not others:
+        follow_moved_code(store, code)
+        return Page(page.hits, query.offset, page.has_more, query.everywhere and not narrowed,
+                    narrowed, page.census, [], not_searched)
+    hits, has_more, census = _tiered_page(ctx, ask, text, query_vector, others)
+    return Page(hits, query.offset, has_more, query.everywhere and not narrowed, narrowed,
+                census, [o.workspace for s, o in others if s == "other"], not_searched)
+
+
+MAX_OTHER_WORKSPACES = 8  # other workspaces one search opens, most recently used first
+
+
+def _other_tiers(ctx: CallContext, query: Query
+                 ) -> tuple[list[tuple[Source, CallContext]], dict[str, str]]:
+    """The tiers a search reads beside the workspace: the personal tier (unless off or
+    empty) and the other workspaces the query names, each with a context of its own; the
+    named ones that could not be searched, with why."""
+    out: list[tuple[Source, CallContext]] = []
+    personal = tiers.recalls_personal(ctx)
+    if personal is not None:
+        out.append(("user", personal))
+    named = ctx.known_workspaces() if query.workspaces == ["*"] else query.workspaces
+    skipped: dict[str, str] = {}
+    seen = {ctx.workspace}
+    for given in dict.fromkeys(named):
+        if len(seen) > MAX_OTHER_WORKSPACES:
+            skipped[given] = (f"one search reads at most {MAX_OTHER_WORKSPACES} other "
+                              "workspaces; name it to search it")
+            continue
+        try:
+            other = ctx.elsewhere(given)
+        except ToolError as exc:
+            if query.workspaces != ["*"]:
+                raise
+            skipped[given] = exc.message
+            continue
+        if other.workspace not in seen:
+            seen.add(other.workspace)
+            out.append(("other", other))
+    return out, skipped
+
+
+def _tiered_page(ctx: CallContext, ask: _Ask, text: str, query_vector: np.ndarray,
+                 others: list[tuple[Source, CallContext]]
+                 ) -> tuple[list[Hit], bool, dict[str, Any] | None]:
+    """One page over several tiers: each ranks the first offset+top_k memories of its own
+    database, and the page takes the best of them by score."""
+    want = ask.query.offset + ask.top_k
+    found: list[tuple[Hit, CallContext]] = []
+    has_more, census = False, None
+    for source, tier in [("here", ctx), *others]:
+        wide = _Ask(replace(ask.query, offset=0, top_k=want), want, ask.mode, ask.graph_weight,
+                    replace(ask.flt, workspace=tier.workspace) if source != "here"
+                    else ask.flt)
+        with tier.store.reading():
+            ranking, code = _ranked_page(tier, wide, text, query_vector, record=False)
+        follow_moved_code(tier.store, code)
+        if source == "here":
+            census = ranking.census
+        has_more = has_more or ranking.has_more
+        found += [(_from_tier(h, source), tier) for h in ranking.hits]
+    found.sort(key=lambda f: -f[0].score)
+    page = found[ask.query.offset:want]
+    for tier in {id(t): t for _, t in page}.values():
+        with tier.store.reading():
+            tier.store.record_access(
+                tiers.own_id(h.memory.id) if h.source == "user" else h.memory.id
+                for h, t in page if t is tier)
+    return [h for h, _ in page], has_more or len(found) > want, census
+
+
+def _from_tier(hit: Hit, source: Source) -> Hit:
+    if source != "user":
+        return replace(hit, source=source)
+    return replace(hit, memory=tiers.as_shown(hit.memory), notes=shown_notes(hit.notes),
+                   source=source)
+
+
+def shown_notes(notes: Notes) -> Notes:
+    """A personal memory's notes with the ids callers see."""
+    return Notes(tiers.shifted(notes.superseded_by),
+                 None if notes.supersession_cycle is None
+                 else tiers.shifted(notes.supersession_cycle),
+                 [{**c, "memory_id": tiers.shown_id(c["memory_id"])} for c in notes.conflicts],
+                 notes.untrusted)
 
 
 @dataclass(frozen=True)
@@ -133,8 +228,8 @@ class _Ranking:
     census: dict[str, Any] | None
 
 
-def _ranked_page(ctx: CallContext, ask: _Ask, text: str,
-                 query_vector: np.ndarray) -> tuple[_Ranking, Checks]:
+def _ranked_page(ctx: CallContext, ask: _Ask, text: str, query_vector: np.ndarray,
+                 record: bool = True) -> tuple[_Ranking, Checks]:
     """Rank, boost by the graph, demote what was superseded, then what cites changed code;
     the page with its conflicts and notes. Read lock held."""
     store, settings, offset = ctx.store, ctx.settings, ask.query.offset
@@ -145,9 +240,10 @@ def _ranked_page(ctx: CallContext, ask: _Ask, text: str,
     ranked = demote_superseded(store.graph, boost(ranked, store.signal, ask.graph_weight))
     if census is not None:
         census = explain_meta(store, census, ranked, ask.flt, ask.mode, ask.graph_weight)
-    ranked, code = rank_by_code(ranked, offset + ask.top_k)
+    ranked, code = rank_by_code(ranked, offset + ask.top_k, ctx.workspace, ctx.checkout)
     page = ranked[offset:offset + ask.top_k]
-    store.record_access(r.memory.id for r in page)
+    if record:
+        store.record_access(r.memory.id for r in page)
     flagged = conflicts(store, [r.memory for r in page], settings, ctx.workspace)
     hits = [_hit(store, r, code, flagged.get(r.memory.id), ask.query.explain) for r in page]
     return _Ranking(hits, offset + ask.top_k < len(ranked), census), code
@@ -206,15 +302,40 @@ class Fetched:
 
 
 def get(ctx: CallContext, ids: list[int], edges: bool = True) -> Fetched:
-    """The memories of the workspace with these ids (each once, in the order asked)."""
-    store = ctx.store
+    """The memories of the workspace (and, by their shown ids, of the personal tier) with
+    these ids, each once, in the order asked."""
     asked = list(dict.fromkeys(ids))
+    mine, personal_ids = tiers.split_ids(asked)
+    got = _get(ctx, mine, edges) if mine else Fetched([], [])
+    personal = ctx.personal() if personal_ids else None
+    if personal_ids and (personal is None or personal is ctx):
+        return Fetched(got.shown, got.missing + tiers.shifted(personal_ids))
+    if personal is None:
+        return got
+    theirs = _get(personal, personal_ids, edges)
+    shown = {s.memory.id: s for s in got.shown}
+    shown.update((s.memory.id, s) for s in (_shown_personal(x) for x in theirs.shown))
+    missing = set(got.missing) | set(tiers.shifted(theirs.missing))
+    return Fetched([shown[i] for i in asked if i in shown], [i for i in asked if i in missing])
+
+
+def _shown_personal(s: Shown) -> Shown:
+    return replace(s, memory=tiers.as_shown(s.memory), notes=shown_notes(s.notes),
+                   edges=None if s.edges is None else [
+                       {**e, "from_id": tiers.shown_id(int(e["from_id"])),
+                        "to_id": tiers.shown_id(int(e["to_id"]))} for e in s.edges],
+                   supersedes=tiers.shifted(s.supersedes),
+                   kept_separate_from=tiers.shifted(s.kept_separate_from))
+
+
+def _get(ctx: CallContext, asked: list[int], edges: bool) -> Fetched:
+    store = ctx.store
     with store.reading():
         wanted = [i for i in asked if _visible(store.catalog.get(i), ctx.workspace)]
         store.record_access(wanted)
         memories = [store.catalog[i] for i in wanted]
         flagged = conflicts(store, memories, ctx.settings, ctx.workspace)
-        code = check_code(memories)
+        code = check_code(memories, ctx.workspace, ctx.checkout)
         shown = [_shown(store, m, code, flagged.get(m.id, []), edges) for m in memories]
     follow_moved_code(store, code)
     return Fetched(shown, [i for i in asked if i not in wanted])

@@ -12,15 +12,16 @@ import numpy as np
 from ..core.config import Settings
 from ..core.errors import invalid
 from ..core.records import Origin, content_hash
-from ..core.types import Category, Scope
+from ..core.types import Category, StoreScope
 from ..curation.capture import RESTATE_FLOOR, Neighbour, Verdict, judge, restated
 from ..curation.conflicts import workspace_ids
 from ..curation.freshness import written_context
 from ..curation.ingest import Item, Outcome, ingest
 from ..curation.values import tag_overlap
 from ..store.store import MemoryStore
+from . import tiers
 from .admitting import LeftOut, clean_tags, private_free
-from .context import CallContext
+from .context import CallContext, worktree_of
 from .embedding import embed_with_progress
 from .sharing import share_after_write
 
@@ -35,7 +36,7 @@ class Entry:
     importance: int = 3
     anchors: list[dict[str, Any]] | None = None  # explicit code anchors (path, lines, symbol)
     auto_anchor: bool = True  # also anchor the code paths the content names
-    scope: Scope = "private"
+    scope: StoreScope = "private"
     keep_as_is: bool = False  # skip the judge
     origin: Origin | None = None  # when not the call's (an import names each one's source)
 
@@ -68,7 +69,42 @@ class _Admitted:
 def remember(ctx: CallContext, entries: list[Entry], batch: bool,
              known: Mapping[str, np.ndarray] | None = None) -> Remembered:
     """Store `entries` (a one-entry call, unless `batch`: a refused text is then an error).
-    `known`: vectors the caller already has, by text (an import embeds before it plans)."""
+    `known`: vectors the caller already has, by text (an import embeds before it plans).
+    Entries of scope "user" go to the personal tier, in a commit of their own, and come
+    back with their shown ids."""
+    personal = [n for n, e in enumerate(entries) if e.scope == "user"]
+    if not personal:
+        return _remember(ctx, entries, batch, known)
+    if batch and len(entries) > ctx.settings.max_batch:
+        raise invalid(f"items has {len(entries)} entries, over the limit of "
+                      f"{ctx.settings.max_batch} (MEMORY_MAX_BATCH); send several batches")
+    tier = tiers.personal_of(ctx, "cannot store a personal memory")
+    mine = [e for n, e in enumerate(entries) if n not in personal]
+    done = _remember(ctx, mine, batch, known) if mine else \
+        Remembered([], {}, {}, LeftOut())
+    theirs = _remember(tier, [replace(entries[n], scope="private", anchors=None,
+                                      auto_anchor=False) for n in personal], batch, known)
+    ours, others = iter(done.outcomes), iter(theirs.outcomes)
+    outcomes = [_shown_outcome(next(others)) if n in personal else next(ours)
+                for n in range(len(entries))]
+    where = dict(enumerate(personal))  # an index of the personal entries -> of all
+    mine_at = [n for n in range(len(entries)) if n not in personal]
+    restated = {mine_at[k]: twin for k, twin in done.restated.items()}
+    restated.update({where[k]: tiers.shown_id(t) for k, t in theirs.restated.items()})
+    done.left_out.notes.update(theirs.left_out.notes)
+    return Remembered(outcomes, restated, done.sharing, done.left_out)
+
+
+def _shown_outcome(outcome: Outcome | Verdict) -> Outcome | Verdict:
+    if isinstance(outcome, Verdict):
+        return outcome
+    return replace(outcome, memory=tiers.as_shown(outcome.memory),
+                   conflicts=[{**c, "memory_id": tiers.shown_id(c["memory_id"])}
+                              for c in outcome.conflicts])
+
+
+def _remember(ctx: CallContext, entries: list[Entry], batch: bool,
+              known: Mapping[str, np.ndarray] | None) -> Remembered:
     if batch and len(entries) > ctx.settings.max_batch:
         raise invalid(f"items has {len(entries)} entries, over the limit of "
                       f"{ctx.settings.max_batch} (MEMORY_MAX_BATCH); send several batches")
@@ -120,11 +156,13 @@ def _admit(ctx: CallContext, entries: list[Entry], batch: bool) -> _Admitted:
                 out.refused[n] = verdict
                 continue
             out.judged.append(len(out.items))
-        code = written_context(ctx.workspace, content, entry.anchors, entry.auto_anchor,
-                               where=f"items.{n}." if batch else "")
+        code = written_context(ctx.checkout, content, entry.anchors, entry.auto_anchor,
+                               where=f"items.{n}." if batch else "",
+                               worktree=worktree_of(ctx))
         out.items.append(Item(content, entry.category,
                               clean_tags(entry.tags, where, out.left_out),
-                              entry.importance, code=code, scope=entry.scope,
+                              entry.importance, code=code,
+                              scope="private" if entry.scope == "user" else entry.scope,
                               origin=entry.origin))
         out.indexes.append(n)
     return out

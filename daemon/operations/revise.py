@@ -4,7 +4,7 @@ in one commit; a change of scope shares or unshares it after. A change naming th
 it was made against (`expected_updated_at`) leaves a memory that changed since alone."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -12,12 +12,14 @@ import numpy as np
 
 from ..core.errors import invalid, not_found
 from ..core.records import Memory, content_hash, normalise_tags, utcnow
-from ..core.types import Category, Scope
+from ..core.types import Category, Scope, StoreScope
 from ..curation.freshness import refreshed, written_context
 from ..store.changes import Changes
 from ..store.store import MemoryStore
+from . import tiers
 from .admitting import LeftOut, clean_tags, private_free
-from .context import CallContext
+from .context import CallContext, worktree_of
+from .personal import make_personal
 from .sharing import check_shareable, merge_sharing, share_after_write
 from .versions import moment, still
 
@@ -32,7 +34,7 @@ class Change:
     category: Category | None = None
     tags: list[str] | None = None
     importance: int | None = None
-    scope: Scope | None = None
+    scope: StoreScope | None = None  # "user": move it to the personal tier
     anchors: list[dict[str, Any]] | None = None  # replace the explicit anchors ([]: none)
     refresh_anchors: bool | None = None  # True: re-capture every anchor as the code reads now
     expected_updated_at: str | None = None  # the version seen; None: change it whatever it is
@@ -67,6 +69,7 @@ class Result:
     anchors: list[str] | None = None
     anchor_notes: list[str] = field(default_factory=list)
     current: Memory | None = None
+    moved_to: int | None = None  # the personal memory it became (scope "user")
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,59 @@ class Revised:
 
 def revise(ctx: CallContext, changes: list[Change], batch: bool) -> Revised:
     """Apply `changes` in one commit (a one-change call, unless `batch`: a memory not found
-    is then an error)."""
+    is then an error). Changes of personal memories (by their shown ids) are applied in
+    the personal tier, in a commit of their own."""
+    moving = [n for n, c in enumerate(changes) if c.scope == "user"]
+    if moving:
+        return _moved(ctx, changes, moving, batch)
+    personal = [n for n, c in enumerate(changes) if tiers.is_personal(c.id)]
+    if not personal:
+        return _revise(ctx, changes, batch)
+    for n in personal:
+        if changes[n].scope is not None:
+            raise invalid(f"{f'updates.{n}' if batch else 'arguments'}.scope: memory "
+                          f"{changes[n].id} is a personal memory (scope user), kept for you "
+                          "alone in every workspace: it is never shared with a team")
+    tier = tiers.personal_of(ctx, "cannot update a personal memory")
+    mine = [c for n, c in enumerate(changes) if n not in personal]
+    done = _revise(ctx, mine, batch) if mine else Revised([], [], {}, LeftOut())
+    theirs = _revise(tier, [replace(changes[n], id=tiers.own_id(changes[n].id))
+                            for n in personal], batch)
+    ours, others = iter(done.results), iter(theirs.results)
+    results = [_shown_result(next(others)) if n in personal else next(ours)
+               for n in range(len(changes))]
+    done.left_out.notes.update(theirs.left_out.notes)
+    return Revised(results, done.updated + [tiers.as_shown(m) for m in theirs.updated],
+                   done.sharing, done.left_out)
+
+
+def _moved(ctx: CallContext, changes: list[Change], moving: list[int],
+           batch: bool) -> Revised:
+    """Changes of scope to "user": each memory moves to the personal tier (a call of its
+    own: a move with other changes or other updates is refused)."""
+    where = "updates" if batch else "arguments"
+    if len(moving) != len(changes) or any(
+            not c.only_scope or tiers.is_personal(c.id) or c.expected_updated_at is not None
+            for c in changes):
+        raise invalid(f"{where}: scope \"user\" moves a workspace memory to your personal "
+                      "tier and takes nothing else: give only id and scope (all updates "
+                      "of the call), then edit the moved memory by its new id")
+    moved = make_personal(ctx, [c.id for c in changes])
+    if not batch and moved.became[changes[0].id] is None:
+        raise not_found(f"no memory with id {changes[0].id} in this workspace")
+    results = [Result(c.id, "not_found") if moved.became[c.id] is None
+               else Result(c.id, "changed") if c.id in moved.changed
+               else Result(c.id, "updated", moved_to=moved.became[c.id]) for c in changes]
+    updated = [moved.memories[r.moved_to] for r in results if r.moved_to is not None]
+    return Revised(results, updated, {}, LeftOut())
+
+
+def _shown_result(r: Result) -> Result:
+    return replace(r, id=tiers.shown_id(r.id),
+                   current=None if r.current is None else tiers.as_shown(r.current))
+
+
+def _revise(ctx: CallContext, changes: list[Change], batch: bool) -> Revised:
     left_out = _admit(ctx, changes, batch)
     expected = [_expected(c, n, batch) for n, c in enumerate(changes)]
     texts = [c.content for c in changes if c.content is not None]
@@ -142,13 +197,14 @@ def _stage(ctx: CallContext, changes: list[Change], vectors: list[np.ndarray | N
             results.append(Result(change.id, "changed",
                                   current=store.catalog[change.id].copy()))
             continue
-        if change.scope is not None:
+        if change.scope is not None and change.scope != "user":
             scoped[change.id] = change.scope
         if change.only_scope:  # only its scope: shared or unshared after the commit
             results.append(Result(change.id, "updated"))
             continue
         m = rewritten(current.copy(updated_at=now), change, store.model)
-        result = recode(ctx.workspace, m, change, f"updates.{len(results)}." if batch else "")
+        result = recode(ctx.checkout, m, change, f"updates.{len(results)}." if batch else "",
+                        worktree_of(ctx))
         previous_vector = staged[change.id][1] if change.id in staged else None
         staged[change.id] = (m, vector if vector is not None else previous_vector)
         results.append(result)
@@ -172,7 +228,8 @@ def rewritten(m: Memory, change: Change, model: str) -> Memory:
     return m
 
 
-def recode(workspace: str, m: Memory, change: Change, where: str) -> Result:
+def recode(workspace: str, m: Memory, change: Change, where: str,
+           worktree: str = "") -> Result:
     """The memory's code context after this change: anchors given replace the explicit ones,
     new content is searched for citations again, and `refresh_anchors` re-captures every
     anchor as the code reads now. Sets `m.code`; returns what the caller should hear."""
@@ -181,7 +238,7 @@ def recode(workspace: str, m: Memory, change: Change, where: str) -> Result:
     context = m.code
     if change.anchors is not None or change.content is not None:
         context = written_context(workspace, m.content, change.anchors, keep=context,
-                                  where=where)
+                                  where=where, worktree=worktree)
     notes: list[str] = []
     if change.refresh_anchors:
         context, notes = refreshed(workspace, context)

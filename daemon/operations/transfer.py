@@ -301,7 +301,7 @@ def imported_code(value: dict[str, Any] | None, where: str) -> CodeContext:
         except AnchorError:
             continue
         anchors.append(anchor)
-    return CodeContext(tuple(anchors), context.branch, context.commit)
+    return CodeContext(tuple(anchors), context.branch, context.commit, context.worktree)
 
 
 # -- links, verdicts, counts -----------------------------------------------------------------

@@ -191,7 +191,8 @@ def _run(args: argparse.Namespace, settings: Settings, listener, sock: Path,
 
     stores = StoreRegistry(embedder.name, embedder.dim, settings.buffer_pool_mb,
                            settings.max_db_gb, settings.db_threads, embedder.embed,
-                           settings.max_open_databases, open_team=open_team)
+                           settings.max_open_databases, open_team=open_team,
+                           personal_dir=settings.user_dir)
     runtime = Runtime(embedder, stores, str(sock), str(log_path))
     policy = tls.clients if tls is not None else None
     server = DaemonServer(sock, lambda stop: MemnestService(runtime, settings, stop, policy),

@@ -18,7 +18,7 @@ from memnest_proto.version import PROTOCOL_VERSION, VERSION
 
 from ..core.errors import ToolError
 from ..core.records import Origin
-from ..store.registry import check_workspace
+from ..store.resolution import resolve
 from ..tools import TOOLS, ToolContext
 from ..tools.registry import Confinement, parse_arguments, unknown_tool_message
 from .tls import IDENTITY_PREFIX, tls_identity
@@ -177,10 +177,16 @@ class MemnestService(pb_grpc.MemnestServicer):
             if identity is not None:
                 self._authorize(identity, request, arguments)
                 claimed = IDENTITY_PREFIX + identity  # the certificate says who, not the client
-            workspace = check_workspace(request.workspace)
-            if identity is not None:
-                self._authorize(identity, request, arguments, workspace)
-            ctx = ToolContext(workspace=workspace,
+            where = resolve(request.workspace, self.settings.worktrees, self.settings.user_dir)
+            workspace = where.workspace
+            if identity is not None:  # where the folder led, and whose memory that is
+                self._authorize(identity, request, arguments, where.checkout)
+                if where.moved and (self.policy is None
+                                    or not self.policy.allows_real(identity, workspace)):
+                    raise ToolError("permission_denied", f"tls client {identity!r} may not "
+                                    f"use the memory of {workspace}, the repository this "
+                                    "worktree belongs to")
+            ctx = ToolContext(workspace=workspace, resolution=where,
                               db_path=request.db_path, stores=self.runtime.stores,
                               embedder=self.runtime.embedder, settings=self.settings,
                               runtime=self._facts_for(identity), progress=progress,
@@ -202,11 +208,11 @@ class MemnestService(pb_grpc.MemnestServicer):
                 log.warning("%s could not write: %s", request.tool, exc)
                 return None, ToolError("storage_error", storage)
             log.exception("%s raised", request.tool)
-            where = self.runtime.log_path if identity is None else "the daemon's log"
+            logs = self.runtime.log_path if identity is None else "the daemon's log"
             return None, ToolError(
                 "internal", f"{request.tool} failed inside the daemon: "
                 f"{type(exc).__name__}: {exc}. The daemon is still running; details are in "
-                f"{where}")
+                f"{logs}")
         finally:
             if ctx is not None:
                 ctx.close()
@@ -266,7 +272,8 @@ class MemnestService(pb_grpc.MemnestServicer):
         def folders() -> list[str]:
             return [] if policy is None else policy.allowed_folders(identity)
 
-        return Confinement(identity, path_allowed, workspace_allowed, folders)
+        return Confinement(identity, path_allowed, workspace_allowed, folders,
+                           personal=policy is not None and policy.allows_personal(identity))
 
     def _facts_for(self, identity: str | None):
         """The runtime facts a caller may see: a TLS caller sees only its own workspaces."""

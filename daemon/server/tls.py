@@ -25,6 +25,8 @@ ENV_CERT, ENV_KEY, ENV_CA = "MEMNEST_TLS_CERT", "MEMNEST_TLS_KEY", "MEMNEST_TLS_
 ENV_CLIENTS = "MEMNEST_TLS_CLIENTS"
 MAX_FILE_BYTES = 1 << 20
 IDENTITY_PREFIX = "tls:"
+# In a client's allow-list entry: it may reach the personal tier (never granted by a folder)
+PERSONAL_GRANT = "@personal"
 
 
 @dataclass(frozen=True)
@@ -204,15 +206,22 @@ class ClientPolicy:
             raise ValueError(f"the client allow-list {self.path} is not valid JSON: {exc}")
         if not isinstance(raw, dict) or not all(
                 isinstance(k, str) and isinstance(v, list) and
-                all(isinstance(p, str) and os.path.isabs(p) for p in v)
+                all(isinstance(p, str) and (os.path.isabs(p) or p == PERSONAL_GRANT)
+                    for p in v)
                 for k, v in raw.items()):
             raise ValueError(f"the client allow-list {self.path} must be a JSON object of "
                              'name: [absolute folder or glob, ...], e.g. {"alice": '
-                             '["/srv/projects/app", "/srv/projects/lib/*"]}')
-        return {k: [os.path.normpath(p) for p in v] for k, v in raw.items()}
+                             '["/srv/projects/app", "/srv/projects/lib/*"]}, and '
+                             f'"{PERSONAL_GRANT}" to grant the personal tier')
+        return {k: [p if p == PERSONAL_GRANT else os.path.normpath(p) for p in v]
+                for k, v in raw.items()}
 
     def allowed_folders(self, identity: str) -> list[str]:
-        return list(self.load().get(identity, []))
+        return [p for p in self.load().get(identity, []) if p != PERSONAL_GRANT]
+
+    def allows_personal(self, identity: str) -> bool:
+        """The identity's entry grants the user's personal tier (scope "user")."""
+        return bool(identity) and PERSONAL_GRANT in self.load().get(identity, [])
 
     def allows(self, identity: str, workspace: str, real: str | None = None) -> bool:
         """`workspace` (absolute; checked as given and as its real path) is, or is inside, a

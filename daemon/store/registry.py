@@ -15,6 +15,7 @@ import numpy as np
 from ..core.errors import ToolError, invalid
 from ..storage.database import ModelMismatch
 from ..storage.db_files import UnsafeLocation, unresolved
+from .known import KnownWorkspaces
 from .store import MemoryStore
 from .team_slot import TeamSlot
 
@@ -93,10 +94,13 @@ class StoreRegistry:
 
     def __init__(self, model: str, dim: int, buffer_pool_mb: int, max_db_gb: int,
                  db_threads: int = 2, embed: Embed | None = None, max_open: int = MAX_OPEN,
-                 open_team: OpenTeam | None = None):
+                 open_team: OpenTeam | None = None, personal_dir: str = ""):
         self._open_args = (model, dim, buffer_pool_mb, max_db_gb, db_threads, embed)
         self.max_open = max_open
         self._open_team = open_team  # None: stores without team memory (tests, benchmarks)
+        # the personal tier's folder (MEMNEST_USER_DIR): its database never has a team
+        self._personal = os.path.realpath(personal_dir) + os.sep if personal_dir else ""
+        self.known = KnownWorkspaces(personal_dir)  # for a search of all the user's workspaces
         self._stores: dict[str, MemoryStore] = {}
         self._opening: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
@@ -167,7 +171,8 @@ class StoreRegistry:
 
     def _open(self, key: str) -> MemoryStore:
         store = self._open_database(key)
-        if self._open_team is not None:
+        personal = bool(self._personal) and os.path.realpath(key).startswith(self._personal)
+        if self._open_team is not None and not personal:
             try:
                 store.team = self._open_team(store)
             except BaseException:

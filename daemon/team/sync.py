@@ -463,4 +463,4 @@ def _with_anchors(code: CodeContext, anchors: tuple[Anchor, ...]) -> CodeContext
     """The memory's code context with a teammate's anchors (its branch stays as it was)."""
     if shared_anchors(code) == tuple(anchors):
         return code
-    return CodeContext(tuple(anchors), code.branch, code.commit)
+    return CodeContext(tuple(anchors), code.branch, code.commit, code.worktree)

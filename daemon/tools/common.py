@@ -6,7 +6,7 @@ from memnest_proto.contract import CATEGORIES
 from ..core.anchors import MAX_ANCHORS
 from ..core.errors import invalid
 from ..core.records import Memory
-from ..core.types import CLIENT_VIAS, DAEMON_VIAS, SCOPES
+from ..core.types import CLIENT_VIAS, DAEMON_VIAS, STORE_SCOPES
 from ..operations.recall import Notes
 from .registry import ToolContext
 
@@ -69,11 +69,13 @@ ITEM: dict[str, Any] = {
                                                     "3."},
         "anchors": ANCHORS,
         "auto_anchor": AUTO_ANCHOR,
-        "scope": {"type": "string", "enum": list(SCOPES),
-                  "description": "private (default: this machine only) or shared: also kept "
-                                 "as a file under .memnest/shared/ to commit with the code, "
-                                 "so teammates' memnest brings it in (refused if it holds a "
-                                 "secret)."},
+        "scope": {"type": "string", "enum": list(STORE_SCOPES),
+                  "description": "private (default: this workspace, this machine only), "
+                                 "shared: also kept as a file under .memnest/shared/ to "
+                                 "commit with the code, so teammates' memnest brings it in "
+                                 "(refused if it holds a secret), or user: yours in every "
+                                 "project (a preference, a habit), kept once in your own "
+                                 "data folder and never shared."},
     },
     "required": ["content"],
     "additionalProperties": False,

@@ -6,7 +6,8 @@ from typing import Any, Literal, TypedDict
 
 from ..core.config import FUSION_MODES
 from ..core.errors import invalid, not_found
-from ..core.types import Category, Scope
+from ..core.records import Memory
+from ..core.types import STORE_SCOPES, Category, StoreScope
 from ..curation.capture import Verdict
 from ..curation.conflicts import SEARCH_CONFLICTS_HINT
 from ..curation.ingest import BRIEF_CONFLICTS_HINT
@@ -16,6 +17,7 @@ from ..operations.listing import CHECKED_AT_MOST, ORDERS, ListAsk, Order, list_m
 from ..operations.recall import Fusion, Hit, Page, Query, Shown
 from ..operations.remember import Entry, Remembered, remember
 from ..operations.revise import Change, Result, Revised, revise
+from ..operations.tiers import is_personal
 from ..operations.versions import moment
 from .code import code_view
 from .common import (
@@ -50,7 +52,7 @@ class StoreItemArgs(TypedDict, total=False):
     importance: int
     anchors: list[dict[str, Any]]
     auto_anchor: bool
-    scope: Scope
+    scope: StoreScope
     keep_as_is: bool
 
 
@@ -142,12 +144,14 @@ class SearchArgs(TypedDict, total=False):
     preview_chars: int
     explain: bool
     fusion: Fusion
+    workspaces: list[str]
 
 
 @tool("memory_search",
       "Find memories relevant to a question: hybrid semantic + keyword search ranked with "
-      "recency and importance. Scoped to this workspace unless `global_search` is true. Page "
-      "with `offset` while `has_more` is true.",
+      "recency and importance. Searches this workspace and your personal memories (scope "
+      "\"user\"); name other projects in `workspaces` to search them too. Page with "
+      "`offset` while `has_more` is true.",
       {"type": "object",
        "properties": {
            "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS,
@@ -168,14 +172,23 @@ class SearchArgs(TypedDict, total=False):
                                       "candidates per channel, filters, vector coverage)."},
            "fusion": {"type": "string", "enum": list(FUSION_MODES),
                       "description": "Override MEMORY_FUSION for this call."},
+           "workspaces": {"type": "array", "minItems": 1, "maxItems": 20,
+                          "items": {"type": "string", "minLength": 1, "maxLength": 4096},
+                          "description": "Also search these other projects (absolute "
+                                         "paths), or [\"*\"] for every project of yours "
+                                         "memnest has served; each hit names its "
+                                         "workspace. Never searched unless named."},
        },
        "required": ["query"], "additionalProperties": False},
       read_only=True, idempotent=True)
 def memory_search(ctx: ToolContext, args: SearchArgs) -> JSON:
+    workspaces = args.get("workspaces", [])
+    if "*" in workspaces and workspaces != ["*"]:
+        raise invalid('workspaces: give ["*"] alone for every workspace, or paths')
     query = Query(args["query"], args.get("top_k"), args.get("offset", 0),
                   args.get("category"), args.get("tags", []), args.get("min_importance", 1),
                   args.get("via"), args.get("client"), args.get("global_search", False),
-                  bool(args.get("explain")), args.get("fusion"))
+                  bool(args.get("explain")), args.get("fusion"), workspaces)
     page = recall.search(ctx, query, ctx.confinement)
     return _page_view(page, preview_chars(ctx, args))
 
@@ -192,12 +205,21 @@ def _page_view(page: Page, preview: int) -> JSON:
         out["conflicts_hint"] = SEARCH_CONFLICTS_HINT
     if page.census is not None:
         out["explain_meta"] = page.census
+    if page.searched or page.not_searched:
+        out["workspaces_searched"] = page.searched
+    if page.not_searched:
+        out["workspaces_not_searched"] = page.not_searched
     return out
 
 
 def _hit_view(hit: Hit, preview: int) -> JSON:
     item = noted(hit.memory.view(preview), hit.notes)
     item["score"] = round(hit.score, 4)
+    if hit.source == "user":
+        item["scope"] = "user"  # the personal tier: recalled in every workspace
+    elif hit.source == "other":
+        item["from_workspace"] = hit.memory.workspace
+    written_on(item, hit.memory)
     if hit.code is not None:
         item["code"] = code_view(hit.code)
     if hit.parts is not None:
@@ -234,8 +256,27 @@ def memory_get(ctx: ToolContext, args: GetArgs) -> JSON:
     return {"memories": found, "missing": fetched.missing}
 
 
+def _listed_view(m: Memory, preview: int) -> JSON:
+    item = m.view(preview)
+    if is_personal(m.id):
+        item["scope"] = "user"
+    return item
+
+
+def written_on(item: JSON, m: Memory) -> None:
+    """Where a memory was written: its git branch, and the worktree when not the main
+    checkout."""
+    if m.code.branch:
+        item["branch"] = m.code.branch
+    if m.code.worktree:
+        item["worktree"] = m.code.worktree
+
+
 def _shown_view(shown: Shown) -> JSON:
     item = noted(shown.memory.view(), shown.notes)
+    if is_personal(shown.memory.id):
+        item["scope"] = "user"
+    written_on(item, shown.memory)
     if shown.code is not None:
         item["code"] = code_view(shown.code)
     if shown.edges is not None:
@@ -258,7 +299,7 @@ class ListArgs(TypedDict, total=False):
     min_importance: int
     via: str
     client: str
-    scope: Scope
+    scope: StoreScope
     since: str
     until: str
     superseded: bool
@@ -281,9 +322,10 @@ class ListArgs(TypedDict, total=False):
            "topic": {"type": "string", "minLength": 1, "maxLength": 100},
            "min_importance": IMPORTANCE,
            **ORIGIN_FILTERS,
-           "scope": {"type": "string", "enum": ["private", "shared"],
-                     "description": "Only private memories, or only those shared with the "
-                                    "team through .memnest/shared/."},
+           "scope": {"type": "string", "enum": list(STORE_SCOPES),
+                     "description": "Only private memories, only those shared with the "
+                                    "team through .memnest/shared/, or user: your personal "
+                                    "memories, recalled in every workspace."},
            "since": {**TIME_TEXT, "description": "Only memories changed at or after "
                      "this time (ISO 8601, e.g. 2026-12-01 or 2026-12-01T09:00:00Z)."},
            "until": {**TIME_TEXT, "description": "Only memories changed before this "
@@ -311,7 +353,7 @@ def memory_list(ctx: ToolContext, args: ListArgs) -> JSON:
         _moment(args, "since"), _moment(args, "until"), args.get("superseded"),
         args.get("stale", False), args.get("conflicted", False)))
     preview = preview_chars(ctx, args)
-    out: JSON = {"memories": [m.view(preview) for m in listing.memories],
+    out: JSON = {"memories": [_listed_view(m, preview) for m in listing.memories],
                  "total": listing.total, "offset": listing.offset,
                  "has_more": listing.has_more}
     if listing.checked_only is not None:
@@ -336,7 +378,7 @@ class UpdateItemArgs(TypedDict, total=False):
     category: Category
     tags: list[str]
     importance: int
-    scope: Scope
+    scope: StoreScope
     anchors: list[dict[str, Any]]
     refresh_anchors: bool
     expected_updated_at: str
@@ -423,6 +465,10 @@ def _result_view(result: Result) -> JSON:
         out["anchors"] = result.anchors
     if result.anchor_notes:
         out["anchor_notes"] = result.anchor_notes
+    if result.moved_to is not None:
+        out["moved_to"] = result.moved_to
+        out["note"] = ("moved to your personal memories (scope user): recalled in every "
+                       "workspace under this new id; the old id is gone")
     return out
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable
 
 import jsonschema
@@ -16,9 +16,11 @@ from ..core.config import RETIRED_FUSION, Settings
 from ..core.errors import ToolError, invalid
 from ..core.records import Origin
 from ..core.strict_schema import StrictValidator
+from ..core.types import Tier
 from ..curation import admission
 from ..operations import following
 from ..store.registry import StoreRegistry
+from ..store.resolution import Resolved, personal_folder, resolve
 from ..store.store import MemoryStore
 from ..team import sync as team
 
@@ -36,6 +38,7 @@ class Confinement:
     path_allowed: Callable[[str, str | None], bool]
     workspace_allowed: Callable[[str], bool]  # a workspace as recorded (its real path)
     folders: Callable[[], list[str]]
+    personal: bool = False  # its allow-list entry grants the user's personal tier
 
     def allows(self, path: str, real: str | None = None) -> bool:
         return self.path_allowed(path, real)
@@ -65,17 +68,44 @@ class ToolContext:
     still_wanted: Callable[[], bool] = lambda: True  # False once the caller has gone
     origin: Origin = Origin()  # who asks: the provenance of what this call stores
     confinement: Confinement | None = None  # a remote caller's reach; None: the local user
+    # how the workspace was found (a worktree's repository); None: the workspace as given
+    resolution: Resolved | None = None
+    tier: Tier = "workspace"  # "user": the personal tier's own context (personal())
     _store: MemoryStore | None = None
+    _personal: ToolContext | None = None
+    _others: list[ToolContext] = field(default_factory=list)  # elsewhere()'s, closed with it
+
+    @property
+    def checkout(self) -> str:
+        """Where the call runs: the worktree whose files anchors are checked against."""
+        return self.resolution.checkout if self.resolution is not None else self.workspace
 
     @property
     def store(self) -> MemoryStore:
         """The workspace's database, opened on first use; released by close()."""
         if self._store is None:
             self._store = self.stores.acquire(self.workspace, self.db_path)
+            if self.tier == "user":  # the personal tier has no team and follows no file
+                return self._store
+            if not self.db_path:
+                self.stores.known.saw(self.workspace)
             team_check(self)  # what it brought in waits for memory_sync (sync.unreported)
             if self.origin.via != "hook":  # a hook's budget is too short for an import
                 follow_check(self)
         return self._store
+
+    def personal(self) -> ToolContext | None:
+        """The user's personal tier as a context of its own, or None when this caller may
+        not reach it (a remote client whose certificate is not granted it)."""
+        if self.tier == "user":
+            return self
+        if self.confinement is not None and not self.confinement.personal:
+            return None
+        if self._personal is None:
+            folder = personal_folder(self.settings.user_dir)
+            self._personal = replace(self, workspace=folder, db_path="", resolution=None,
+                                     tier="user", _store=None, _personal=None, _others=[])
+        return self._personal
 
     def check_still_wanted(self) -> None:
         """Before a write: a caller that hung up or passed its deadline will never learn
@@ -84,10 +114,35 @@ class ToolContext:
             raise ToolError("cancelled", "the caller hung up or its deadline passed before "
                                          "this write was committed; nothing was written")
 
+    def elsewhere(self, workspace: str) -> ToolContext:
+        """A context of another of the user's workspaces, checked as a call's is (and, for
+        a remote caller, against its allowed folders); closed with this one."""
+        if self.confinement is not None and not self.confinement.allows(workspace):
+            raise ToolError("permission_denied", f"tls client {self.confinement.identity!r} "
+                            f"may not search workspace {workspace!r}: "
+                            f"{self.confinement.where()}")
+        where = resolve(workspace, self.settings.worktrees, self.settings.user_dir)
+        if self.confinement is not None and \
+                not self.confinement.allows_workspace(where.workspace):
+            raise ToolError("permission_denied", f"tls client {self.confinement.identity!r} "
+                            f"may not search the memory of {where.workspace}")
+        other = replace(self, workspace=where.workspace, db_path="", resolution=where,
+                        tier="workspace", _store=None, _personal=None, _others=[])
+        self._others.append(other)
+        return other
+
+    def known_workspaces(self) -> list[str]:
+        return self.stores.known.all()
+
     def close(self) -> None:
+        for other in self._others:
+            other.close()
+        self._others.clear()
         if self._store is not None:
             self.stores.release(self._store)
             self._store = None
+        if self._personal is not None and self._personal is not self:
+            self._personal.close()
 
 
 def team_check(ctx: ToolContext) -> team.Report | None:
