@@ -10,7 +10,9 @@ from ..core.records import Memory
 from ..curation.dream import LastDream, last_dream
 from ..store.store import MemoryStore
 from ..team import sync as team
+from . import tiers
 from .context import CallContext
+from .worktree_merge import merges
 
 TOP_MEMORIES = 5
 
@@ -28,6 +30,8 @@ class Stats:
     team_warnings: list[str]  # shared files that could not be imported
     team_synced_at: datetime | None  # when the shared folder was last read
     last_dream: LastDream | None  # what the last dream did
+    personal_memories: int | None  # in the personal tier; None: this caller may not see it
+    worktree_merges: list[dict[str, object]]  # worktrees' own memories merged into this one
 
 
 def stats(ctx: CallContext) -> Stats:
@@ -45,7 +49,21 @@ def stats(ctx: CallContext) -> Stats:
         shared = sum(m.scope == "shared" for m in mine)
     return Stats(len(mine), shared, dict(sorted(categories.items())), topics, top, newest,
                  census, owners, team.warnings(store, ctx.workspace),
-                 team.last_synced(store, ctx.workspace), last_dream(store, ctx.workspace))
+                 team.last_synced(store, ctx.workspace), last_dream(store, ctx.workspace),
+                 personal_count(ctx), merges(store))
+
+
+def personal_count(ctx: CallContext) -> int | None:
+    """How many memories the personal tier holds (0 before the first); None when this
+    caller may not reach it."""
+    if ctx.personal() is None:
+        return None
+    if not tiers.has_personal(ctx):
+        return 0
+    tier = ctx.personal()
+    assert tier is not None
+    with tier.store.reading():
+        return tier.store.per_workspace.get(tier.workspace, 0)
 
 
 def index_census(store: MemoryStore) -> dict[str, int | bool]:

@@ -5,6 +5,7 @@ serialise writes (see workspace.MemoryStore), so every write here is one transac
 either commits whole or leaves nothing behind.
 """
 import logging
+import os
 import sys
 import threading
 from collections.abc import Iterator, Sequence
@@ -85,6 +86,11 @@ class Database:
         if not self.ephemeral:
             db_files.prepare(path)  # a private folder of ours, no links (db_files.py)
         self._db = self._open(buffer_pool_mb, max_db_gb, threads)
+        # which file it is, wherever its folder moves (store/registry.py's _close_same_file)
+        self.inode: tuple[int, int] | None = None
+        if not self.ephemeral:
+            info = os.stat(path)
+            self.inode = (info.st_dev, info.st_ino)
         self._local = threading.local()
         self._prepared_generation = 0
         self._connections: list[lb.Connection] = []

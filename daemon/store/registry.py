@@ -119,6 +119,7 @@ class StoreRegistry:
                 with self._lock:
                     store = self._stores.get(key)
                 if store is None:
+                    self._close_same_file(key)
                     self._make_room()
                     store = self._open(key)
                     with self._lock:
@@ -146,6 +147,25 @@ class StoreRegistry:
             store.users -= 1
             if used:
                 store.last_used = time.monotonic()
+
+    def _close_same_file(self, key: str) -> None:
+        """A database open under another path is the same file when its folder was moved
+        or renamed while open: that store is closed first, so the file is never open twice."""
+        if key == ":memory:" or not os.path.exists(key):
+            return
+        with self._lock:
+            same = [(k, s) for k, s in self._stores.items() if k != ":memory:"
+                    and _same_file(k, s.db.inode, key)]
+            for old_key, store in same:
+                if store.users:
+                    raise ToolError("unavailable", f"the database {key} is open under its "
+                                    f"old path {old_key} by a call still running; retry in a "
+                                    "moment")
+                del self._stores[old_key]
+            self.workspaces = {w: k for w, k in self.workspaces.items() if k in self._stores}
+        if same:
+            log.info("closing %s: its folder moved to %s", same[0][0], key)
+            self._closed([s for _, s in same])
 
     def _make_room(self) -> None:
         """Before another database opens: at `max_open` open ones, close the one used least
@@ -263,6 +283,17 @@ class StoreRegistry:
             stores, self._stores = list(self._stores.values()), {}
         for store in stores:
             _close(store)
+
+
+def _same_file(old_key: str, inode: tuple[int, int] | None, key: str) -> bool:
+    """`old_key` no longer leads to its database (moved), and `key` is that file now."""
+    if os.path.exists(old_key):
+        return False
+    try:
+        info = os.stat(key)
+    except OSError:
+        return False
+    return inode is not None and inode == (info.st_dev, info.st_ino)
 
 
 def _close(store: MemoryStore) -> None:

@@ -71,6 +71,8 @@ class MemoryStore:
         # what operations/following.py last saw of each followed source, by its key; gone
         # with the store, so a store opened again looks at every followed source once
         self.followed: dict[str, object] = {}
+        # workspaces whose moved rows were looked for since the store opened (relocation.py)
+        self.settled: set[str] = set()
         self._load()
         log.info("opened %s: %d memories in %.2fs (%d embeddings read from the database)",
                  db_path, len(self.catalog),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable
 
@@ -19,7 +20,9 @@ from ..core.strict_schema import StrictValidator
 from ..core.types import Tier
 from ..curation import admission
 from ..operations import following
-from ..store.registry import StoreRegistry
+from ..operations.worktree_merge import merge_worktree
+from ..store import relocation
+from ..store.registry import StoreRegistry, database_path
 from ..store.resolution import Resolved, personal_folder, resolve
 from ..store.store import MemoryStore
 from ..team import sync as team
@@ -87,8 +90,9 @@ class ToolContext:
             self._store = self.stores.acquire(self.workspace, self.db_path)
             if self.tier == "user":  # the personal tier has no team and follows no file
                 return self._store
-            if not self.db_path:
+            if not self.db_path:  # the workspace's own database
                 self.stores.known.saw(self.workspace)
+                moved_check(self)
             team_check(self)  # what it brought in waits for memory_sync (sync.unreported)
             if self.origin.via != "hook":  # a hook's budget is too short for an import
                 follow_check(self)
@@ -159,6 +163,32 @@ def team_check(ctx: ToolContext) -> team.Report | None:
         logging.getLogger(__name__).exception("syncing %s/.memnest/shared failed",
                                               ctx.workspace)
         return None
+
+
+def moved_check(ctx: ToolContext) -> None:
+    """A workspace moved or copied here takes over its memory (store/relocation.py); a
+    worktree's own earlier database is merged into its repository's, once
+    (operations/worktree_merge.py). Never the call's failure."""
+    store = ctx._store
+    assert store is not None
+    try:
+        relocation.take_over_moved(store, ctx.workspace)
+        where = ctx.resolution
+        if where is None or not where.moved or ctx.origin.via == "hook":
+            return
+        key = f"worktree:{where.checkout}"
+        own = database_path(where.checkout, "")
+        if key in store.settled or not os.path.exists(own):
+            return
+        store.settled.add(key)
+        source = ctx.stores.acquire(where.checkout, "")
+        try:
+            merge_worktree(ctx, source, where.checkout)
+        finally:
+            ctx.stores.release(source)
+    except Exception:  # noqa: BLE001 - the call goes on with what the store holds
+        logging.getLogger(__name__).exception("taking over the memory of %s failed",
+                                              ctx.workspace)
 
 
 def follow_check(ctx: ToolContext) -> None:

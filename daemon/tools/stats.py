@@ -13,6 +13,13 @@ class StatsArgs(TypedDict, total=False):
 
 # -- memory_stats ----------------------------------------------------------------------------
 
+def resolved_view(ctx: ToolContext) -> dict[str, str]:
+    """Which workspace the call resolved to, and why (a wrong one is hard to notice)."""
+    if ctx.resolution is not None:
+        return ctx.resolution.view()
+    return {"path": ctx.workspace, "why": "the workspace the client named"}
+
+
 @tool("memory_stats",
       "Counts for this workspace (memories, categories, topics, most important), the database "
       "location, search index health (`index_health`, and `vector_index` with status ok, "
@@ -35,6 +42,11 @@ def memory_stats(ctx: ToolContext, args: StatsArgs) -> dict[str, Any]:
                         + f". {vector_index['repair']}")
     return {
         "workspace": ctx.workspace,
+        "resolved": resolved_view(ctx),
+        "personal": {"memories": found.personal_memories,
+                     "recalled": ctx.settings.user_recall} if found.personal_memories
+        is not None else None,
+        "worktree_merges": found.worktree_merges,
         "database": store.db_path,
         "db_scope": scope,
         "memories": found.memories,

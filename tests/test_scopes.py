@@ -1,0 +1,256 @@
+"""Issue 41 end to end, with the real git CLI and a real daemon: every worktree of a
+repository shares one memory (the branch and worktree of each memory shown, the current
+branch ranked first), a worktree kept apart when asked, a repository moved on disk keeps
+its memory, a worktree's own earlier database is merged once with nothing lost; the
+personal tier is recalled in every project and never leaks to a team folder; other
+projects are searched only when named."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from support import git
+
+from memnest_shims.errors import ToolFailure
+
+BILLING_MAIN = ("Billing retries: failed card payments are retried with exponential backoff "
+                "starting at two seconds")
+BILLING_FEATURE = ("Billing retries: failed card payments are retried at most five times "
+                   "before the invoice is marked unpaid")
+
+
+def _repo(root: Path) -> Path:
+    repo = root / "repo"
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "init", "-q", "-b", "main", str(repo))
+    (repo / "billing.py").write_text("def retry():\n    return 2\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "start")
+    return repo.resolve()
+
+
+def _worktree(repo: Path, where: Path, branch: str) -> Path:
+    """A linked worktree on a new branch with a commit of its own (so its memories come from
+    a branch main has not merged)."""
+    git(repo, "worktree", "add", "-q", "-b", branch, str(where))
+    (where / "billing.py").write_text("def retry():\n    return 5\n")
+    git(where, "commit", "-qam", f"work on {branch}")
+    return where.resolve()
+
+
+@pytest.fixture
+def worktrees(tmp_path):
+    repo = _repo(tmp_path)
+    feature = _worktree(repo, tmp_path / "elsewhere" / "wt-feature", "feature")
+    return repo, feature
+
+
+def _ids(found: dict) -> list[int]:
+    return [r["id"] for r in found["results"]]
+
+
+def test_worktrees_share_one_memory_with_branch_and_ranking(call, worktrees):
+    repo, feature = worktrees
+    stored = call("memory_store", ws=feature, content=BILLING_FEATURE, category="decision")
+    mine = call("memory_store", ws=repo, content=BILLING_MAIN, category="decision")
+    assert stored["status"] == "stored" and mine["status"] == "stored"
+
+    stats = call("memory_stats", ws=feature)
+    assert stats["workspace"] == str(repo)
+    assert stats["resolved"]["checkout"] == str(feature)
+    assert "worktree" in stats["resolved"]["why"] and stats["resolved"]["worktree"]
+
+    # from the main checkout the feature's memory is found, with its branch and worktree,
+    # and ranked below the memory of the branch checked out here
+    found = call("memory_search", ws=repo, query="how are failed card payments retried")
+    hits = {r["id"]: r for r in found["results"]}
+    assert stored["id"] in hits and mine["id"] in hits
+    assert hits[stored["id"]]["branch"] == "feature"
+    assert hits[stored["id"]]["worktree"] == str(feature)
+    assert hits[mine["id"]]["branch"] == "main" and "worktree" not in hits[mine["id"]]
+    assert _ids(found).index(mine["id"]) < _ids(found).index(stored["id"])
+    assert hits[stored["id"]]["code"]["branch"]["written_on"] == "feature"
+
+    # and from the worktree, the main checkout's memory is there too: one memory
+    back = call("memory_search", ws=feature, query="how are failed card payments retried")
+    assert {stored["id"], mine["id"]} <= set(_ids(back))
+
+
+def test_a_worktree_can_keep_its_own_memory(call, worktrees, tmp_path):
+    repo, feature = worktrees
+    apart = _worktree(repo, tmp_path / "wt-apart", "apart")
+    (apart / ".memnest").mkdir()
+    (apart / ".memnest" / "own-memory").write_text("")
+    kept = call("memory_store", ws=apart, content="The apart worktree tries a new queue design "
+                "with Redis streams", category="decision")
+    stats = call("memory_stats", ws=apart)
+    assert stats["workspace"] == str(apart) and "own memory" in stats["resolved"]["why"]
+    for ws in (repo, feature):
+        found = call("memory_search", ws=ws, query="queue design with Redis streams")
+        assert kept["id"] not in [r["id"] for r in found["results"]
+                                  if r["workspace"] == str(apart)]
+        assert all(r["workspace"] != str(apart) for r in found["results"])
+
+
+def test_a_planted_git_file_cannot_lead_to_another_project(call, tmp_path):
+    victim = _repo(tmp_path / "victim-root")
+    secret = call("memory_store", ws=victim, content="The staging database password rotates "
+                  "every Friday at noon", category="learning")
+    hostile = tmp_path / "hostile"
+    fake = hostile / "fake-gitdir"
+    fake.mkdir(parents=True)
+    (fake / "commondir").write_text(str(victim / ".git") + "\n")
+    (fake / "gitdir").write_text(str(hostile / ".git") + "\n")
+    (hostile / ".git").write_text(f"gitdir: {fake}\n")
+    stats = call("memory_stats", ws=hostile.resolve())
+    assert stats["workspace"] == str(hostile.resolve())
+    assert "kept apart" in stats["resolved"]["why"]
+    found = call("memory_search", ws=hostile.resolve(), query="staging database password")
+    assert secret["id"] not in [r["id"] for r in found["results"]
+                                if r["workspace"] == str(victim)]
+    assert all(r["workspace"] != str(victim) for r in found["results"])
+
+
+def test_a_moved_repository_keeps_its_memory(fresh_daemon, tmp_path):
+    repo = _repo(tmp_path / "old-place")
+    fresh_daemon.start()
+    client = fresh_daemon.client()
+    stored = client.call_tool("memory_store", {"content": "Deploys go out from the release "
+                                               "branch every Tuesday", "category": "decision"},
+                              str(repo))
+    moved = (tmp_path / "new-place" / "renamed-repo")
+    moved.parent.mkdir()
+    shutil.move(str(repo), str(moved))  # while the daemon holds its database open
+    moved = moved.resolve()
+    found = client.call_tool("memory_search", {"query": "when do deploys go out"}, str(moved))
+    assert stored["id"] in _ids(found)
+    assert found["results"][0]["workspace"] == str(moved)
+    fresh_daemon.stop()
+    fresh_daemon.start()  # what the database kept
+    client = fresh_daemon.client()
+    again = client.call_tool("memory_get", {"id": stored["id"]}, str(moved))
+    assert again["workspace"] == str(moved)
+    assert client.call_tool("memory_stats", {}, str(moved))["memories"] == 1
+
+
+def test_worktree_databases_are_merged_once_with_nothing_lost(fresh_daemon, tmp_path):
+    repo = _repo(tmp_path)
+    one = _worktree(repo, tmp_path / "wt-one", "one")
+    two = _worktree(repo, tmp_path / "wt-two", "two")
+    fresh_daemon.env["MEMNEST_WORKTREES"] = "own"  # as before worktrees shared a memory
+    fresh_daemon.start()
+    client = fresh_daemon.client()
+    texts = {one: ["Worktree one found that the cache key must include the tenant id",
+                   "The billing service retries card payments five times"],
+             two: ["Worktree two chose SQLite for the local test database",
+                   "The billing service retries card payments five times"]}
+    made = {}
+    for ws, contents in texts.items():
+        for text in contents:
+            made[text, ws] = client.call_tool(
+                "memory_store", {"content": text, "category": "learning"}, str(ws),
+                origin={"via": "cli", "client": "scope-test", "session": ws.name})["id"]
+    a, b = made[texts[one][0], one], made[texts[one][1], one]
+    client.call_tool("memory_relate", {"from_id": a, "to_id": b,
+                                       "relationship": "RELATED_TO"}, str(one))
+    fresh_daemon.stop()
+
+    fresh_daemon.env.pop("MEMNEST_WORKTREES")
+    fresh_daemon.start()
+    client = fresh_daemon.client()
+    for ws in (one, two):
+        client.call_tool("memory_stats", {}, str(ws))  # the first call merges it
+    stats = client.call_tool("memory_stats", {}, str(repo))
+    reports = {r["worktree"]: r for r in stats["worktree_merges"]}
+    assert set(reports) == {str(one), str(two)}
+    assert reports[str(one)]["memories"] == 2 and reports[str(one)]["stored"] == 2
+    assert reports[str(two)]["duplicates"] + reports[str(two)]["merged"] == 1
+    assert reports[str(one)]["links"] == 1
+    listed = client.call_tool("memory_list", {"limit": 50}, str(repo))["memories"]
+    assert sorted(m["content"] for m in listed) == sorted(
+        {t for contents in texts.values() for t in contents})
+    fresh_daemon.stop()
+    fresh_daemon.start()  # read back after a restart; no second merge
+    client = fresh_daemon.client()
+    client.call_tool("memory_stats", {}, str(one))
+    stats = client.call_tool("memory_stats", {}, str(repo))
+    assert len(stats["worktree_merges"]) == 2 and stats["memories"] == 3
+    full = client.call_tool("memory_list", {"limit": 50}, str(repo))["memories"]
+    got = client.call_tool("memory_get", {"ids": [m["id"] for m in full]}, str(repo))
+    by_text = {m["content"]: m for m in got["memories"]}
+    tenant = by_text[texts[one][0]]
+    assert tenant["worktree"] == str(one) and tenant["branch"] == "one"
+    assert tenant["origin"] == {"via": "cli", "client": "scope-test", "session": "wt-one"}
+    assert [e["type"] for e in tenant["edges"]] == ["RELATED_TO"]
+
+
+# -- the personal tier ------------------------------------------------------------------------
+
+PREFERENCE = "I prefer pytest over unittest and want British English in every answer"
+
+
+def test_a_personal_memory_is_recalled_in_every_project(call, tmp_path):
+    a, b = (tmp_path / "project-a").resolve(), (tmp_path / "project-b").resolve()
+    a.mkdir(), b.mkdir()
+    mine = call("memory_store", ws=a, content=PREFERENCE, category="preference", scope="user")
+    assert mine["id"] > 10_000_000_000
+    project = call("memory_store", ws=a, content="Project A renders its charts with Vega-Lite",
+                   category="decision")
+    found = call("memory_search", ws=b, query="which test framework do I prefer")
+    hit = next(r for r in found["results"] if r["id"] == mine["id"])
+    assert hit["scope"] == "user"
+    charts = call("memory_search", ws=b, query="how are charts rendered")
+    assert project["id"] not in [r["id"] for r in charts["results"] if r["workspace"] == str(a)]
+    named = call("memory_search", ws=b, query="how are charts rendered", workspaces=[str(a)])
+    assert named["workspaces_searched"] == [str(a)]
+    from_a = [r for r in named["results"] if r.get("from_workspace") == str(a)]
+    assert project["id"] in [r["id"] for r in from_a]
+    # read, changed and listed by its shown id, from any project
+    assert call("memory_get", ws=b, id=mine["id"])["scope"] == "user"
+    listed = call("memory_list", ws=b, scope="user")["memories"]
+    assert mine["id"] in [m["id"] for m in listed]
+    call("memory_update", ws=b, id=mine["id"], importance=5)
+    assert call("memory_get", ws=a, id=mine["id"])["importance"] == 5
+    # it cannot be shared with a team
+    with pytest.raises(ToolFailure) as refused:
+        call("memory_update", ws=a, id=mine["id"], scope="shared")
+    assert "personal" in refused.value.message
+    assert not (a / ".memnest" / "shared").exists() or not any(
+        PREFERENCE[:20] in p.read_text() for p in (a / ".memnest" / "shared").rglob("*")
+        if p.is_file())
+    call("memory_delete", ws=b, id=mine["id"])
+    assert call("memory_get", ws=a, ids=[mine["id"]])["missing"] == [mine["id"]]
+
+
+def test_a_workspace_memory_moves_to_the_personal_tier(call, tmp_path):
+    a = (tmp_path / "project-move").resolve()
+    a.mkdir()
+    made = call("memory_store", ws=a, content="Always run the formatter before committing "
+                "any change", category="preference")
+    moved = call("memory_update", ws=a, id=made["id"], scope="user")
+    assert moved["moved_to"] > 10_000_000_000
+    assert call("memory_get", ws=a, ids=[made["id"]])["missing"] == [made["id"]]
+    assert call("memory_get", ws=a, id=moved["moved_to"])["content"].startswith("Always run")
+    with pytest.raises(ToolFailure):
+        call("memory_update", ws=a, id=moved["moved_to"], scope="user", importance=4)
+    call("memory_delete", ws=a, id=moved["moved_to"])
+
+
+def test_the_personal_folder_is_no_workspace(call, daemon):
+    personal = Path(daemon.env["MEMNEST_USER_DIR"])
+    personal.mkdir(parents=True, exist_ok=True)
+    with pytest.raises(ToolFailure) as refused:
+        call("memory_search", ws=personal, query="anything")
+    assert refused.value.code == "permission_denied"
+
+
+def test_a_hostile_workspaces_argument_is_refused_clearly(call, tmp_path):
+    a = (tmp_path / "project-h").resolve()
+    a.mkdir()
+    for bad in (["relative/path"], ["/etc"], ["*", str(a)], [str(tmp_path / "missing")]):
+        with pytest.raises(ToolFailure) as refused:
+            call("memory_search", ws=a, query="anything", workspaces=bad)
+        assert refused.value.code in ("invalid_argument", "permission_denied")
+    everywhere = call("memory_search", ws=a, query="anything", workspaces=["*"])
+    assert isinstance(everywhere["workspaces_searched"], list)
+    assert json.dumps(everywhere)  # a plain answer
