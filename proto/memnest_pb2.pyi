@@ -107,8 +107,24 @@ class CallToolEvent(_message.Message):
     def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., result: _Optional[_Union[CallToolResponse, _Mapping]] = ...) -> None: ...
 
 class StatusRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("workspace",)
+    WORKSPACE_FIELD_NUMBER: _ClassVar[int]
+    workspace: str
+    def __init__(self, workspace: _Optional[str] = ...) -> None: ...
+
+class WorkspaceResolution(_message.Message):
+    __slots__ = ("workspace", "checkout", "why", "worktree", "refused")
+    WORKSPACE_FIELD_NUMBER: _ClassVar[int]
+    CHECKOUT_FIELD_NUMBER: _ClassVar[int]
+    WHY_FIELD_NUMBER: _ClassVar[int]
+    WORKTREE_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    workspace: str
+    checkout: str
+    why: str
+    worktree: str
+    refused: bool
+    def __init__(self, workspace: _Optional[str] = ..., checkout: _Optional[str] = ..., why: _Optional[str] = ..., worktree: _Optional[str] = ..., refused: _Optional[bool] = ...) -> None: ...
 
 class WorkspaceStatus(_message.Message):
     __slots__ = ("workspace", "db_path", "memories", "idle_seconds")
@@ -123,7 +139,7 @@ class WorkspaceStatus(_message.Message):
     def __init__(self, workspace: _Optional[str] = ..., db_path: _Optional[str] = ..., memories: _Optional[int] = ..., idle_seconds: _Optional[float] = ...) -> None: ...
 
 class StatusResponse(_message.Message):
-    __slots__ = ("version", "protocol_version", "pid", "uptime_seconds", "rss_bytes", "embedding_model", "embedding_dim", "model_load_seconds", "workspaces", "socket_path", "log_path", "calls_served", "calls_in_flight")
+    __slots__ = ("version", "protocol_version", "pid", "uptime_seconds", "rss_bytes", "embedding_model", "embedding_dim", "model_load_seconds", "workspaces", "socket_path", "log_path", "calls_served", "calls_in_flight", "resolved")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
@@ -137,6 +153,7 @@ class StatusResponse(_message.Message):
     LOG_PATH_FIELD_NUMBER: _ClassVar[int]
     CALLS_SERVED_FIELD_NUMBER: _ClassVar[int]
     CALLS_IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    RESOLVED_FIELD_NUMBER: _ClassVar[int]
     version: str
     protocol_version: int
     pid: int
@@ -150,7 +167,8 @@ class StatusResponse(_message.Message):
     log_path: str
     calls_served: int
     calls_in_flight: int
-    def __init__(self, version: _Optional[str] = ..., protocol_version: _Optional[int] = ..., pid: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., rss_bytes: _Optional[int] = ..., embedding_model: _Optional[str] = ..., embedding_dim: _Optional[int] = ..., model_load_seconds: _Optional[float] = ..., workspaces: _Optional[_Iterable[_Union[WorkspaceStatus, _Mapping]]] = ..., socket_path: _Optional[str] = ..., log_path: _Optional[str] = ..., calls_served: _Optional[int] = ..., calls_in_flight: _Optional[int] = ...) -> None: ...
+    resolved: WorkspaceResolution
+    def __init__(self, version: _Optional[str] = ..., protocol_version: _Optional[int] = ..., pid: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., rss_bytes: _Optional[int] = ..., embedding_model: _Optional[str] = ..., embedding_dim: _Optional[int] = ..., model_load_seconds: _Optional[float] = ..., workspaces: _Optional[_Iterable[_Union[WorkspaceStatus, _Mapping]]] = ..., socket_path: _Optional[str] = ..., log_path: _Optional[str] = ..., calls_served: _Optional[int] = ..., calls_in_flight: _Optional[int] = ..., resolved: _Optional[_Union[WorkspaceResolution, _Mapping]] = ...) -> None: ...
 
 class ShutdownRequest(_message.Message):
     __slots__ = ("reason", "upgrade")

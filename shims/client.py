@@ -144,8 +144,10 @@ class DaemonClient:
         except Exception:  # noqa: BLE001 (interpreter shutdown: modules may be gone)
             pass
 
-    def status(self, timeout: float = 5.0) -> pb.StatusResponse:
-        return self._connect().Status(pb.StatusRequest(), timeout=timeout)
+    def status(self, timeout: float = 5.0, workspace: str = "") -> pb.StatusResponse:
+        """The daemon's status; with `workspace`, also which memory calls from that folder
+        use, and why (StatusResponse.resolved)."""
+        return self._connect().Status(pb.StatusRequest(workspace=workspace), timeout=timeout)
 
     def is_running(self) -> bool:
         if not self.remote and not self.socket_path.exists():

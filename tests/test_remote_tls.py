@@ -621,3 +621,41 @@ def test_the_output_folder_extends_to_a_remote_client_only_inside_its_folders(tm
         read_file(str(workspace), str(target), 100, alice)
     assert refused.value.code == "not_found"
     assert read_file(str(workspace), str(target), 100, None)[0] == b"MN data"
+
+
+def test_the_personal_tier_needs_its_grant(remote, monkeypatch):
+    """The local user's personal memories never reach a remote client whose allow-list entry
+    lacks "@personal"; with it, they are recalled as they are locally."""
+    local = remote.daemon.client()
+    mine = local.call_tool("memory_store", {"content": "My home address is 12 Elm Row and "
+                                            "my bank is Northwind", "category": "preference",
+                                            "scope": "user"}, str(remote.sibling))
+    alice = remote_client(monkeypatch, remote.client_env())
+    found = alice.call_tool("memory_search", {"query": "home address and bank"},
+                            str(remote.allowed))
+    assert mine["id"] not in [r["id"] for r in found["results"]]
+    assert alice.call_tool("memory_get", {"ids": [mine["id"]]},
+                           str(remote.allowed))["missing"] == [mine["id"]]
+    for tool, arguments in (("memory_store", {"content": "alice's own preference about tabs",
+                                              "scope": "user"}),
+                            ("memory_delete", {"id": mine["id"]}),
+                            ("memory_list", {"scope": "user"})):
+        refused = _refusal(alice, tool, arguments, remote.allowed)
+        assert refused.code == "permission_denied" and "@personal" in refused.message
+    assert alice.call_tool("memory_stats", {}, str(remote.allowed))["personal"] is None
+
+    clients = remote.tls / "clients.json"
+    before = clients.read_text()
+    rules = json.loads(before)
+    rules["alice"] = [*rules["alice"], "@personal"]
+    clients.write_text(json.dumps(rules))
+    try:
+        granted = alice.call_tool("memory_search", {"query": "home address and bank"},
+                                  str(remote.allowed))
+        hit = next(r for r in granted["results"] if r["id"] == mine["id"])
+        assert hit["scope"] == "user"
+    finally:
+        clients.write_text(before)
+        alice.close()
+    local.call_tool("memory_delete", {"id": mine["id"]}, str(remote.sibling))
+    local.close()

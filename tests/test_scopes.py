@@ -6,10 +6,11 @@ personal tier is recalled in every project and never leaks to a team folder; oth
 projects are searched only when named."""
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
-from support import git
+from support import BIN, Daemon, git
 
 from memnest_shims.errors import ToolFailure
 
@@ -185,72 +186,129 @@ def test_worktree_databases_are_merged_once_with_nothing_lost(fresh_daemon, tmp_
 
 
 # -- the personal tier ------------------------------------------------------------------------
+# A daemon of their own: a personal memory is recalled in every workspace, and the shared
+# daemon's other tests must not meet one.
+
+@pytest.fixture(scope="module")
+def own_daemon(tmp_path_factory):
+    d = Daemon(tmp_path_factory.mktemp("personal-daemon"))
+    d.start()
+    yield d
+    d.stop()
+
+
+@pytest.fixture
+def pcall(own_daemon):
+    client = own_daemon.client()
+
+    def _call(tool: str, ws: Path, **arguments):
+        return client.call_tool(tool, arguments, str(ws))
+    yield _call
+    client.close()
+
 
 PREFERENCE = "I prefer pytest over unittest and want British English in every answer"
 
 
-def test_a_personal_memory_is_recalled_in_every_project(call, tmp_path):
+def test_a_personal_memory_is_recalled_in_every_project(pcall, tmp_path):
     a, b = (tmp_path / "project-a").resolve(), (tmp_path / "project-b").resolve()
     a.mkdir(), b.mkdir()
-    mine = call("memory_store", ws=a, content=PREFERENCE, category="preference", scope="user")
+    mine = pcall("memory_store", ws=a, content=PREFERENCE, category="preference", scope="user")
     assert mine["id"] > 10_000_000_000
-    project = call("memory_store", ws=a, content="Project A renders its charts with Vega-Lite",
+    project = pcall("memory_store", ws=a, content="Project A renders its charts with Vega-Lite",
                    category="decision")
-    found = call("memory_search", ws=b, query="which test framework do I prefer")
+    found = pcall("memory_search", ws=b, query="which test framework do I prefer")
     hit = next(r for r in found["results"] if r["id"] == mine["id"])
     assert hit["scope"] == "user"
-    charts = call("memory_search", ws=b, query="how are charts rendered")
+    charts = pcall("memory_search", ws=b, query="how are charts rendered")
     assert project["id"] not in [r["id"] for r in charts["results"] if r["workspace"] == str(a)]
-    named = call("memory_search", ws=b, query="how are charts rendered", workspaces=[str(a)])
+    named = pcall("memory_search", ws=b, query="how are charts rendered", workspaces=[str(a)])
     assert named["workspaces_searched"] == [str(a)]
     from_a = [r for r in named["results"] if r.get("from_workspace") == str(a)]
     assert project["id"] in [r["id"] for r in from_a]
     # read, changed and listed by its shown id, from any project
-    assert call("memory_get", ws=b, id=mine["id"])["scope"] == "user"
-    listed = call("memory_list", ws=b, scope="user")["memories"]
+    assert pcall("memory_get", ws=b, id=mine["id"])["scope"] == "user"
+    listed = pcall("memory_list", ws=b, scope="user")["memories"]
     assert mine["id"] in [m["id"] for m in listed]
-    call("memory_update", ws=b, id=mine["id"], importance=5)
-    assert call("memory_get", ws=a, id=mine["id"])["importance"] == 5
+    pcall("memory_update", ws=b, id=mine["id"], importance=5)
+    assert pcall("memory_get", ws=a, id=mine["id"])["importance"] == 5
     # it cannot be shared with a team
     with pytest.raises(ToolFailure) as refused:
-        call("memory_update", ws=a, id=mine["id"], scope="shared")
+        pcall("memory_update", ws=a, id=mine["id"], scope="shared")
     assert "personal" in refused.value.message
     assert not (a / ".memnest" / "shared").exists() or not any(
         PREFERENCE[:20] in p.read_text() for p in (a / ".memnest" / "shared").rglob("*")
         if p.is_file())
-    call("memory_delete", ws=b, id=mine["id"])
-    assert call("memory_get", ws=a, ids=[mine["id"]])["missing"] == [mine["id"]]
+    pcall("memory_delete", ws=b, id=mine["id"])
+    assert pcall("memory_get", ws=a, ids=[mine["id"]])["missing"] == [mine["id"]]
 
 
-def test_a_workspace_memory_moves_to_the_personal_tier(call, tmp_path):
+def test_a_workspace_memory_moves_to_the_personal_tier(pcall, tmp_path):
     a = (tmp_path / "project-move").resolve()
     a.mkdir()
-    made = call("memory_store", ws=a, content="Always run the formatter before committing "
+    made = pcall("memory_store", ws=a, content="Always run the formatter before committing "
                 "any change", category="preference")
-    moved = call("memory_update", ws=a, id=made["id"], scope="user")
+    moved = pcall("memory_update", ws=a, id=made["id"], scope="user")
     assert moved["moved_to"] > 10_000_000_000
-    assert call("memory_get", ws=a, ids=[made["id"]])["missing"] == [made["id"]]
-    assert call("memory_get", ws=a, id=moved["moved_to"])["content"].startswith("Always run")
+    assert pcall("memory_get", ws=a, ids=[made["id"]])["missing"] == [made["id"]]
+    assert pcall("memory_get", ws=a, id=moved["moved_to"])["content"].startswith("Always run")
     with pytest.raises(ToolFailure):
-        call("memory_update", ws=a, id=moved["moved_to"], scope="user", importance=4)
-    call("memory_delete", ws=a, id=moved["moved_to"])
+        pcall("memory_update", ws=a, id=moved["moved_to"], scope="user", importance=4)
+    pcall("memory_delete", ws=a, id=moved["moved_to"])
 
 
-def test_the_personal_folder_is_no_workspace(call, daemon):
-    personal = Path(daemon.env["MEMNEST_USER_DIR"])
+def test_the_personal_folder_is_no_workspace(pcall, own_daemon):
+    personal = Path(own_daemon.env["MEMNEST_USER_DIR"])
     personal.mkdir(parents=True, exist_ok=True)
     with pytest.raises(ToolFailure) as refused:
-        call("memory_search", ws=personal, query="anything")
+        pcall("memory_search", ws=personal, query="anything")
     assert refused.value.code == "permission_denied"
 
 
-def test_a_hostile_workspaces_argument_is_refused_clearly(call, tmp_path):
+def test_a_hostile_workspaces_argument_is_refused_clearly(pcall, tmp_path):
     a = (tmp_path / "project-h").resolve()
     a.mkdir()
     for bad in (["relative/path"], ["/etc"], ["*", str(a)], [str(tmp_path / "missing")]):
         with pytest.raises(ToolFailure) as refused:
-            call("memory_search", ws=a, query="anything", workspaces=bad)
+            pcall("memory_search", ws=a, query="anything", workspaces=bad)
         assert refused.value.code in ("invalid_argument", "permission_denied")
-    everywhere = call("memory_search", ws=a, query="anything", workspaces=["*"])
+    everywhere = pcall("memory_search", ws=a, query="anything", workspaces=["*"])
     assert isinstance(everywhere["workspaces_searched"], list)
     assert json.dumps(everywhere)  # a plain answer
+
+
+def test_hooks_recall_the_personal_tier_in_another_project(pcall, own_daemon, tmp_path):
+    a, b = (tmp_path / "hook-a").resolve(), (tmp_path / "hook-b").resolve()
+    a.mkdir(), b.mkdir()
+    mine = pcall("memory_store", ws=a, content="Never push directly to the main branch; open "
+                 "a pull request", category="preference", scope="user", importance=5)
+    env = {**own_daemon.env, "CLAUDE_PROJECT_DIR": str(b), "MEMNEST_HOOK_BUDGET_MS": "20000"}
+    start = _hook("session-start", {"session_id": "p1", "cwd": str(b), "source": "startup",
+                                    "hook_event_name": "SessionStart"}, env, b)
+    assert f"[#{mine['id']} preference, personal," in start
+    prompt = _hook("prompt", {"session_id": "p2", "cwd": str(b), "transcript_path": "",
+                              "hook_event_name": "UserPromptSubmit",
+                              "prompt": "may I push straight to the main branch?"}, env, b)
+    assert f"[#{mine['id']} " in prompt
+    pcall("memory_delete", ws=a, id=mine["id"])
+
+
+def test_the_hook_debug_log_names_the_resolved_workspace(call, daemon, worktrees):
+    repo, feature = worktrees
+    call("memory_store", ws=feature, content="The feature worktree keeps its fixtures in "
+         "tests/data", category="learning")
+    env = {**daemon.env, "CLAUDE_PROJECT_DIR": str(feature), "MEMNEST_HOOK_BUDGET_MS": "20000",
+           "MEMNEST_HOOK_DEBUG": "1"}
+    _hook("prompt", {"session_id": "d1", "cwd": str(feature), "transcript_path": "",
+                     "hook_event_name": "UserPromptSubmit",
+                     "prompt": "where are the test fixtures kept?"}, env, feature)
+    log = (daemon.log.parent / "hooks.log").read_text()
+    assert f"workspace {feature} -> {repo} (git worktree" in log
+
+
+def _hook(event: str, payload: dict, env: dict, cwd: Path) -> str:
+    out = subprocess.run([str(BIN / "memnest-hook"), event], input=json.dumps(payload).encode(), env=env,
+                         cwd=str(cwd), capture_output=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"] \
+        if out.stdout.strip() else ""

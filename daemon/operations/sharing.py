@@ -15,6 +15,7 @@ from ..core.records import Memory
 from ..store.store import MemoryStore
 from ..team import folder
 from ..team import sync as team
+from . import tiers
 from .context import CallContext
 
 
@@ -85,6 +86,10 @@ def share(ctx: CallContext, ids: list[int], shared: bool = True) -> Sharing:
     """Share the workspace's memories with these ids (their files are written under
     .memnest/shared/), or unshare them (their files removed, their global ids retired).
     Refused, before anything changes, when a memory to share holds a secret."""
+    personal = [i for i in ids if tiers.is_personal(i)]
+    if personal:
+        raise invalid(f"memory {personal[0]} is a personal memory (scope user), kept for you "
+                      "alone in every project: it is never shared with a team")
     store = ctx.store
     asked = list(dict.fromkeys(ids))
     with store.writing():

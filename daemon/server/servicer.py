@@ -318,7 +318,19 @@ class MemnestService(pb_grpc.MemnestServicer):
             model_load_seconds=facts["model_load_seconds"], workspaces=workspaces,
             socket_path=self.runtime.socket_path if identity is None else "",
             log_path=self.runtime.log_path if identity is None else "",
-            calls_served=self.runtime.calls_served, calls_in_flight=self.runtime.in_flight)
+            calls_served=self.runtime.calls_served, calls_in_flight=self.runtime.in_flight,
+            resolved=self._resolution(request.workspace) if request.workspace
+            and identity is None else None)
+
+    def _resolution(self, folder: str) -> pb.WorkspaceResolution:
+        """Which memory calls from `folder` use, and why (memnest-ctl status): resolved as a
+        call's workspace is, without opening its database."""
+        try:
+            where = resolve(folder, self.settings.worktrees, self.settings.user_dir)
+        except ToolError as exc:
+            return pb.WorkspaceResolution(workspace=folder, why=exc.message, refused=True)
+        return pb.WorkspaceResolution(workspace=where.workspace, checkout=where.checkout,
+                                      why=where.why, worktree=where.worktree)
 
     def Shutdown(self, request, context):
         identity = tls_identity(context)

@@ -190,7 +190,7 @@ def memory_search(ctx: ToolContext, args: SearchArgs) -> JSON:
                   args.get("via"), args.get("client"), args.get("global_search", False),
                   bool(args.get("explain")), args.get("fusion"), workspaces)
     page = recall.search(ctx, query, ctx.confinement)
-    return _page_view(page, preview_chars(ctx, args))
+    return {**_page_view(page, preview_chars(ctx, args)), **resolved_elsewhere(ctx)}
 
 
 def _page_view(page: Page, preview: int) -> JSON:
@@ -361,7 +361,14 @@ def memory_list(ctx: ToolContext, args: ListArgs) -> JSON:
         out["checked_hint"] = (f"stale and conflicted were checked over the first "
                                f"{CHECKED_AT_MOST} memories in this order only; narrow with "
                                "since/until, topic or category to see further")
-    return out
+    return {**out, **resolved_elsewhere(ctx)}
+
+
+def resolved_elsewhere(ctx: ToolContext) -> JSON:
+    """When the call's folder led to another workspace's memory (a git worktree shares its
+    repository's), which one and why: a wrong workspace is the hardest failure to notice."""
+    where = ctx.resolution
+    return {"resolved_workspace": where.view()} if where is not None and where.moved else {}
 
 
 def _moment(args: ListArgs, key: Literal["since", "until"]) -> datetime | None:

@@ -74,6 +74,7 @@ RECALL_FLOOR = 0.97
 RECALL_LIMIT = 5
 RECALL_SEARCH_CAP = 40  # results asked for at most, to find RECALL_LIMIT not shown yet
 DIGEST_LIST = 8  # per order (importance, recency) asked of the daemon for the digest
+DIGEST_PERSONAL = 4  # the person's own memories (scope user) asked for the digest
 MAX_SHOWN = 2000  # per session, memory ids remembered as shown
 # Capture: a turn is worth asking about when it used this many tools or wrote this much.
 CAPTURE_MIN_TOOL_CALLS = 2
@@ -283,10 +284,14 @@ def _session_start(event: Event) -> str:
     if event.payload.source in ("clear", "compact"):
         session.shown.clear()  # the context no longer holds what was shown
     client = event.daemon()
-    listed = [m["id"] for order in ("importance", "recent")
-              for m in _call(client, "memory_list", event.workspace, event.deadline,
-                             {"order_by": order, "limit": DIGEST_LIST,
-                              "preview_chars": 0})["memories"]]
+    # the project's most important and newest, and the person's own (the personal tier)
+    asks = [{"order_by": "importance", "limit": DIGEST_LIST},
+            {"order_by": "importance", "limit": DIGEST_PERSONAL, "scope": "user"},
+            {"order_by": "recent", "limit": DIGEST_LIST}]
+    pages = [_call(client, "memory_list", event.workspace, event.deadline,
+                   {**ask, "preview_chars": 0}) for ask in asks]
+    debug_workspace("session-start", event.workspace, pages[0])
+    listed = [m["id"] for page in pages for m in page["memories"]]
     if not listed:
         session.save()
         return ""
@@ -318,6 +323,7 @@ def _prompt(event: Event) -> str:
     found = _call(event.daemon(), "memory_search", event.workspace, event.deadline,
                   {"query": prompt[:MAX_PROMPT_CHARS], "top_k": wanted,
                    "preview_chars": PREVIEW_CHARS, "explain": True})
+    debug_workspace("prompt", event.workspace, found)
     floor = _float_env("MEMNEST_RECALL_FLOOR", RECALL_FLOOR)
     picked: list[MemoryLine] = [r for r in found["results"]
               if _direct_score(r) >= floor and not r.get("untrusted_content")
@@ -610,6 +616,18 @@ def _is_prompt(content: object) -> "TypeGuard[str | list[object]]":
         return True
     return isinstance(content, list) and not any(
         isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+
+
+def debug_workspace(event: str, sent: str, answer: "dict[str, object]") -> None:
+    """With MEMNEST_HOOK_DEBUG set, hooks.log says which workspace the hook sent and, when
+    the daemon took another's memory (a worktree's repository), which and why."""
+    if not os.environ.get("MEMNEST_HOOK_DEBUG", "").strip():
+        return
+    resolved = answer.get("resolved_workspace")
+    if isinstance(resolved, dict):
+        log_line(event, f"workspace {sent} -> {resolved.get('path')} ({resolved.get('why')})")
+    else:
+        log_line(event, f"workspace {sent}")
 
 
 def log_line(event: str, message: str) -> None:

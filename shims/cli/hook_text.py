@@ -130,7 +130,9 @@ def line(m: "MemoryLine", reasons: list[str]) -> str:
         content = content[:PREVIEW_CHARS] + "…"
     day = str(m.get("updated_at", ""))[:10]
     why = f" (why: {'; '.join(reasons)})" if reasons else ""
-    text = f"- [#{m['id']} {m.get('category', 'general')}, {day}] {content}{_code_note(m)}{why}"
+    tier = ", personal" if m.get("scope") == "user" else ""  # yours in every project
+    text = (f"- [#{m['id']} {m.get('category', 'general')}{tier}, {day}] {content}"
+            f"{_code_note(m)}{why}")
     return " ".join(text.split())  # one line: nothing stored starts a line of its own
 
 

@@ -2,11 +2,13 @@
 import argparse
 import sys
 
+import grpc
 from memnest_proto import memnest_pb2 as pb
 
+from ... import workspace as ws
 from ...client import DaemonClient
 from .. import doctor
-from ..common import Command, ExitCode, Failure, bounded, client, print_json
+from ..common import Command, ExitCode, Failure, bounded, client, print_json, workspace
 
 
 def _mib(n: int) -> str:
@@ -56,10 +58,31 @@ def cmd_status(args: argparse.Namespace) -> None:
                         "detail": why_not_running(daemon)})
             raise SystemExit(ExitCode.NOT_THERE)
         raise Failure(why_not_running(daemon))
+    here = _here(daemon, args)
     if args.json:
-        print_json(status_facts(s))
-    else:
-        print_status(s)
+        print_json({**status_facts(s), **({"here": here} if here else {})})
+        return
+    print_status(s)
+    if here:
+        print(f"here     {here['workspace']}: {here['why']}")
+
+
+def _here(daemon: DaemonClient, args: argparse.Namespace) -> dict[str, object] | None:
+    """Which memory the command's folder uses, and why, as the daemon resolves it."""
+    if ws.remote():
+        return None
+    try:
+        resolved = daemon.status(workspace=workspace(args)).resolved
+    except grpc.RpcError:
+        return None
+    if not resolved.why:
+        return None
+    out: dict[str, object] = {"workspace": resolved.workspace, "why": resolved.why}
+    if resolved.checkout and resolved.checkout != resolved.workspace:
+        out["checkout"] = resolved.checkout
+    if resolved.refused:
+        out["refused"] = True
+    return out
 
 
 def cmd_start(args: argparse.Namespace) -> None:

@@ -1,6 +1,7 @@
-"""memnest-ctl stats, store, relate, unrelate, keep-separate, search, show, stale: the memories
-of one workspace."""
+"""memnest-ctl stats, store, relate, unrelate, keep-separate, search, personal, show, stale:
+the memories of one workspace (and the person's own, the personal tier)."""
 import argparse
+import os
 import sys
 
 from memnest_proto.contract import CATEGORIES
@@ -15,10 +16,20 @@ def cmd_stats(args: argparse.Namespace) -> None:
         return
     health = stats["index_health"]
     print(f"workspace  {stats['workspace']}")
+    resolved = stats.get("resolved") or {}
+    if resolved.get("why"):
+        print(f"           ({resolved['why']})")
     print(f"database   {stats['database']}")
     print(f"memories   {stats['memories']}  (topics {stats['topics']})")
     if stats["categories"]:
         print("categories " + ", ".join(f"{k} {v}" for k, v in stats["categories"].items()))
+    personal = stats.get("personal")
+    if personal is not None:
+        print(f"personal   {personal['memories']} memories of yours, recalled in every "
+              f"workspace{'' if personal['recalled'] else ' (off: MEMNEST_USER_TIER)'}")
+    for merged in stats.get("worktree_merges") or []:
+        print(f"merged     worktree {merged['worktree']}: {merged['memories']} memories "
+              f"({merged['stored']} new) on {str(merged['at'])[:10]}")
     print(f"model      {stats['embedding_model']}")
     print(f"indexes    {'healthy' if health['healthy'] else 'UNHEALTHY'} "
           f"(vector {health['vector_indexed']}, keyword {health['keyword_indexed']} of "
@@ -35,6 +46,9 @@ def add_store_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep-as-is", action="store_true",
                         help="store it even if it reads like a listing, a log or chatter (the "
                              "capture judge would refuse it)")
+    parser.add_argument("--personal", action="store_true",
+                        help="yours in every project (scope user): kept once in your own "
+                             "data folder, recalled beside each workspace's memories")
 
 
 def cmd_store(args: argparse.Namespace) -> None:
@@ -46,6 +60,8 @@ def cmd_store(args: argparse.Namespace) -> None:
         arguments["tags"] = args.tag
     if args.keep_as_is:
         arguments["keep_as_is"] = True
+    if args.personal:
+        arguments["scope"] = "user"
     result = call(client(), args, "memory_store", arguments)
     if args.json:
         print_json(result)
@@ -115,12 +131,21 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
                         help="results to show")
     parser.add_argument("--global", dest="global_search", action="store_true",
                         help="search every workspace in the database")
+    parser.add_argument("--in", dest="workspaces", action="append", metavar="PATH",
+                        help="also search this other project (repeatable)")
+    parser.add_argument("--all-projects", action="store_true",
+                        help="also search every project of yours memnest has served")
 
 
 def cmd_search(args: argparse.Namespace) -> None:
     arguments: ToolArguments = {"query": args.query, "top_k": args.top_k}
     if args.global_search:
         arguments["global_search"] = True
+    if args.all_projects:
+        arguments["workspaces"] = ["*"]
+    elif args.workspaces:
+        arguments["workspaces"] = [os.path.abspath(os.path.expanduser(w))
+                                   for w in args.workspaces]
     result = call(client(), args, "memory_search", arguments)
     if args.json:
         print_json(result)
@@ -129,7 +154,9 @@ def cmd_search(args: argparse.Namespace) -> None:
         print("no memories found")
     for r in result["results"]:
         tags = f" [{', '.join(r['tags'])}]" if r["tags"] else ""
-        print(f"{r['id']:>6}  {r['score']:.3f}  {r['content']}{tags}")
+        where = " (personal)" if r.get("scope") == "user" else \
+            f" (in {r['from_workspace']})" if r.get("from_workspace") else ""
+        print(f"{r['id']:>6}  {r['score']:.3f}  {r['content']}{tags}{where}")
         note = code_note(r.get("code") or {})
         if note:
             print(f"{'':>15}({note})")
@@ -177,6 +204,24 @@ def code_note(code: ToolResult) -> str:
     return "; ".join(notes)
 
 
+def add_personal_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("ids", type=bounded(1, 2**53 - 1), nargs="+", metavar="ID",
+                        help="memories of this workspace that hold in every project")
+
+
+def cmd_personal(args: argparse.Namespace) -> None:
+    updates = [{"id": i, "scope": "user"} for i in args.ids]
+    result = call(client(), args, "memory_update", {"updates": updates})
+    if args.json:
+        print_json(result)
+        return
+    for r in result["results"]:
+        if r.get("moved_to"):
+            print(f"memory {r['id']} is now personal memory {r['moved_to']}")
+        else:
+            print(f"memory {r['id']}: {r['status']}")
+
+
 def add_stale_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--include-moved", action="store_true",
                         help="also those whose code only moved (re-anchored by themselves)")
@@ -216,6 +261,8 @@ WRITING = (
 )
 READING = (
     Command("search", "find memories", cmd_search, add_arguments=add_search_arguments),
+    Command("personal", "move memories to your personal tier, recalled in every project",
+            cmd_personal, add_arguments=add_personal_arguments),
     Command("show", "read one memory in full, with what replaced it and what it may "
             "contradict", cmd_show, add_arguments=add_show_arguments),
     Command("stale", "list memories whose cited code changed or went, by file", cmd_stale,
