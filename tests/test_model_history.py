@@ -39,6 +39,7 @@ from memnest_daemon.core.records import content_hash
 from memnest_daemon.curation import admission, capture
 from memnest_proto.contract import CATEGORIES
 from memnest_shims.client import ToolFailure
+from support import git
 
 SOAK = bool(os.environ.get("MEMNEST_SOAK"))
 EXAMPLES = int(os.environ.get("MEMNEST_MODEL_EXAMPLES", "40" if SOAK else "6"))
@@ -99,6 +100,14 @@ SOURCE_TEXTS = [
     "Source: the status page is updated by the incident commander",
     "Source: feature flags are evaluated at the edge for anonymous visitors",
     "Source: the payments sandbox resets its data every Sunday night",
+]
+# What a worktree with a memory of its own learned before it joined its repository's:
+# facts unlike any other here.
+WORKTREE_TEXTS = [
+    "Worktree: the checkout service builds its images with a pinned base image digest",
+    "Worktree: profiling showed the slow report query misses the composite index",
+    "Worktree: the mobile client retries uploads only on Wi-Fi",
+    "Worktree: flaky browser tests were caused by an animation on the login page",
 ]
 TAGS = ["ops", "db", "ci", "auth", "billing"]
 # What teammates' files bring: facts of their own, one with a secret and one with a private
@@ -188,6 +197,10 @@ class History(RuleBasedStateMachine):
         for rel, text in CODE.items():
             (self.workspace / rel).parent.mkdir(exist_ok=True)
             (self.workspace / rel).write_text(text)
+        git(self.workspace, "init", "-q", "-b", "main")  # a repository: worktrees join it
+        git(self.workspace, "add", "src")
+        git(self.workspace, "commit", "-qm", "start")
+        self.worktrees = 0
         self.client = self.daemon.client()
         self.model = Model()
         self.imports = 0
@@ -702,6 +715,65 @@ class History(RuleBasedStateMachine):
             (text, f"AGENTS.md:{n}") for n, text in enumerate(picked, 1))
         self.check()
 
+    @rule(data=st.data())
+    def worktree_merge(self, data):
+        """A worktree of the workspace's repository that kept a memory of its own
+        (.memnest/own-memory): some texts of its own, copies of the workspace's, a link;
+        once it joins the repository's memory, its first call merges them in, once."""
+        self.worktrees += 1
+        wt = self.root / f"{self.workspace.name}-wt{self.worktrees}"
+        git(self.workspace, "worktree", "add", "-q", "-b", f"wt{self.worktrees}", str(wt))
+        (wt / ".memnest").mkdir()
+        (wt / ".memnest" / "own-memory").write_text("")
+        own = data.draw(st.lists(st.sampled_from(WORKTREE_TEXTS), min_size=1, max_size=3,
+                                 unique=True))
+        known = self.model.private()
+        copies = [self.model.memories[i]["content"] for i in data.draw(
+            st.lists(st.sampled_from(known), max_size=2, unique=True))] if known else []
+        made = {}
+        for n, text in enumerate(own + copies):
+            item = {"content": text, "category": CATEGORIES[n % 5], "tags": TAGS[n % 5:][:1],
+                    "importance": 1 + n % 5, "keep_as_is": True}
+            made[text] = (item, self.client.call_tool("memory_store", item, str(wt),
+                                                      origin=ORIGIN)["id"])
+        if len(own) > 1:
+            self.client.call_tool("memory_relate", {"from_id": made[own[0]][1],
+                                                    "to_id": made[own[1]][1],
+                                                    "relationship": "EXPLAINS"},
+                                  str(wt), origin=ORIGIN)
+        (wt / ".memnest" / "own-memory").unlink()
+        STEPS_RUN["worktree merge"] += 1
+        stats = self.call("memory_stats")  # in the repository: nothing merged yet
+        assert all(r["worktree"] != str(wt.resolve()) for r in stats["worktree_merges"])
+        joined = self.client.call_tool("memory_stats", {}, str(wt), origin=ORIGIN)
+        self.agrees = False
+        assert joined["workspace"] == str(self.workspace)
+        report = [r for r in joined["worktree_merges"] if r["worktree"] == str(wt.resolve())]
+        here = {content_hash(self.model.memories[i]["content"]) for i in known}
+        new = [t for t in own if content_hash(t) not in here]  # not merged in before
+        assert len(report) == 1 and report[0]["memories"] == len(made), report
+        assert report[0]["duplicates"] == len(made) - len(new), report
+        assert report[0]["stored"] == len(new), report
+        listed = self.call("memory_list", limit=500)["memories"]
+        fresh = {m["content"]: m["id"] for m in listed if m["id"] not in self.model.memories}
+        assert sorted(fresh) == sorted(new), fresh
+        for text in new:
+            item = made[text][0]
+            self.model.memories[fresh[text]] = {
+                "content": text, "category": item["category"], "tags": item["tags"],
+                "importance": item["importance"], "via": "cli", "anchors": []}
+        if len(own) > 1:
+            ends = [fresh.get(t) or self._private_with(t) for t in own[:2]]
+            self.model.edges.add(("EXPLAINS", ends[0], ends[1]))
+        again = self.client.call_tool("memory_stats", {}, str(wt), origin=ORIGIN)
+        assert len(again["worktree_merges"]) == len(joined["worktree_merges"])  # once
+        self.check()
+
+    def _private_with(self, text: str) -> int:
+        """The private memory of the model holding `text` (the oldest, as dedup finds it)."""
+        return min(i for i in self.model.private()
+                   if content_hash(self.model.memories[i]["content"]) == content_hash(text))
+
     @precondition(lambda self: self.writes_since_dream >= 3)
     @rule()
     def dream(self):
@@ -922,6 +994,8 @@ class TeamHistory(History):
     def import_file(self, data): ...
 
     def dream(self): ...
+
+    def worktree_merge(self, data): ...
 
     def teammate_file(self, data, kind): ...
 
