@@ -276,7 +276,8 @@ class Env:
         self.socket = self.root / "memnestd.sock"
         self.log = self.root / "memnestd.log"
         self.env = {**os.environ, "MEMNEST_SOCKET": str(self.socket),
-                    "MEMNEST_LOG_FILE": str(self.log), "MEMORY_EMBEDDING_MODEL": OFFLINE_MODEL}
+                    "MEMNEST_LOG_FILE": str(self.log), "MEMORY_EMBEDDING_MODEL": OFFLINE_MODEL,
+                    "MEMNEST_USER_DIR": str(self.root / "personal")}
         for key in ("MEMORY_WORKSPACE", "MEMORY_DB_PATH"):
             self.env.pop(key, None)
         self.errlog = open(self.root / "shim-stderr.log", "a")

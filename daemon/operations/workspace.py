@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..core.errors import ToolError, invalid
-from ..store.registry import StoreRegistry, check_workspace, database_path
+from ..store.registry import StoreRegistry, database_path
+from ..store.resolution import resolve
 from .context import CallContext
 
 
@@ -40,7 +41,9 @@ def switch_workspace(ctx: CallContext, stores: StoreRegistry, given: str, db_pat
     target = os.path.expanduser(given.strip())
     if not target:
         raise invalid("workspace is empty")
-    workspace = check_workspace(os.path.join(ctx.workspace, target))
+    where = resolve(os.path.join(ctx.checkout, target), ctx.settings.worktrees,
+                    ctx.settings.user_dir)
+    workspace = where.checkout  # what the session sends; each call resolves it again
     db_path = db_path.strip()
     if reach is not None:
         # the server checked the path as sent; this is where it led when it was resolved
@@ -48,14 +51,15 @@ def switch_workspace(ctx: CallContext, stores: StoreRegistry, given: str, db_pat
             raise ToolError("permission_denied", f"tls client {reach.identity!r} may not "
                             "choose the database file: memory_set_workspace takes no db_path "
                             "over TLS")
-        if not reach.allows_workspace(workspace):
+        if not reach.allows_workspace(workspace) or \
+                not reach.allows_workspace(where.workspace):
             raise ToolError("permission_denied",
                             f"tls client {reach.identity!r} may not use workspace "
                             f"{given.strip()!r}: {reach.where()}")
-    store = stores.acquire(workspace, db_path)  # opens it now: errors surface here
+    store = stores.acquire(where.workspace, db_path)  # opens it now: errors surface here
     try:
         with store.reading():
-            memories = len(store.in_scope(workspace))
+            memories = len(store.in_scope(where.workspace))
     finally:
         stores.release(store)
-    return Switched(workspace, db_path, database_path(workspace, db_path), memories)
+    return Switched(workspace, db_path, database_path(where.workspace, db_path), memories)

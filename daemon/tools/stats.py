@@ -25,8 +25,9 @@ def resolved_view(ctx: ToolContext) -> dict[str, str]:
       "location, search index health (`index_health`, and `vector_index` with status ok, "
       "degraded or empty), `db_scope` (whether other workspaces keep memories in the same "
       "database file), `team` (last sync of teammates' files, files that could not be "
-      "imported), `last_dream` (when the last dream ran and what it did), `warnings` and "
-      "the daemon's runtime.",
+      "imported), `last_dream` (when the last dream ran and what it did), `resolved` (which "
+      "workspace this call used, and why: a git worktree uses its repository's), `personal` "
+      "(your personal tier), `worktree_merges`, `warnings` and the daemon's runtime.",
       {"type": "object", "properties": {}, "additionalProperties": False},
       read_only=True, idempotent=True)
 def memory_stats(ctx: ToolContext, args: StatsArgs) -> dict[str, Any]:

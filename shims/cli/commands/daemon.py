@@ -161,7 +161,7 @@ def cmd_doctor(args: argparse.Namespace) -> None:
 
 
 LIFECYCLE = (
-    Command("status", "is the daemon running, and what it holds", cmd_status, "output"),
+    Command("status", "is the daemon running, and what it holds", cmd_status),
     Command("start", "start the daemon if it is not running", cmd_start, "output"),
     Command("stop", "drain and stop the daemon", cmd_stop, "output"),
 )
