@@ -227,6 +227,39 @@ def test_the_state_and_day_filters_narrow_the_list_and_a_search(bench):
     no_errors_in_console(browser)
 
 
+def test_personal_memories_and_other_projects_show_as_such(bench, tmp_path):
+    daemon, workspace, ui, browser, client, ids = bench
+    mine = client.call_tool("memory_store", {"content": "I want answers in British English "
+                                             "with metric units", "category": "preference",
+                                             "scope": "user"}, str(workspace))
+    other = (tmp_path / "other-project").resolve()
+    other.mkdir()
+    theirs = client.call_tool("memory_store", {"content": "The other project deploys its "
+                                               "billing workers with blue-green switches"},
+                              str(other))
+    browser.get(ui.base + "/?q=British+English+metric+units")
+    row = wait_for(browser, f"#m{mine['id']}")
+    assert "personal" in row.text
+    browser.get(ui.base + "/?scope=user")
+    assert shown_ids(browser) == [f"m{mine['id']}"]
+    # the personal memory's own page: no team sharing offered; an edit holds
+    load(browser, browser.find_element(By.CSS_SELECTOR, f"#m{mine['id']} .meta a"))
+    assert "personal" in browser.find_element(By.TAG_NAME, "main").text
+    assert not browser.find_elements(By.ID, "share")
+    # another project only when asked, each of its hits saying where it is from
+    browser.get(ui.base + "/?q=billing+workers+blue-green")
+    assert f"in {other}" not in browser.find_element(By.ID, "rows").text
+    browser.get(ui.base + "/")
+    browser.find_element(By.NAME, "q").send_keys("billing workers blue-green")
+    browser.find_element(By.NAME, "all").click()
+    load(browser, browser.find_element(By.CSS_SELECTOR, "form.filters button"))
+    assert "all=1" in browser.current_url
+    assert f"in {other}" in browser.find_element(By.ID, "rows").text
+    assert theirs["id"] in [int(a.text.lstrip("#")) for a in browser.find_elements(
+        By.CSS_SELECTOR, "#rows .meta a[href*='other-project']")]
+    no_errors_in_console(browser)
+
+
 def test_unsharing_from_the_team_page(bench):
     daemon, workspace, ui, browser, client, ids = bench
     client.call_tool("memory_share", {"id": ids[0]}, str(workspace))

@@ -19,7 +19,7 @@ SEARCH_DEPTH: Final = 10_000  # memory_search pages no deeper
 ORDERS: Final = ("recent", "created", "importance", "accessed")
 CATEGORIES: Final = ("learning", "preference", "decision", "pattern", "general")
 VIAS: Final = ("agent", "cli", "hook", "import", "team", "query")
-SCOPES: Final = ("private", "shared")
+SCOPES: Final = ("private", "shared", "user")  # user: the personal tier
 # "Only": what memory_list's boolean filters select, by the word the page shows.
 STATES: Final = {"stale": {"stale": True}, "conflicted": {"conflicted": True},
                  "superseded": {"superseded": True}, "current": {"superseded": False}}
@@ -50,6 +50,8 @@ class ListQuery:
     until: str  # a day: changed on or before it
     order: str
     page: int
+    everywhere: bool = False  # the search also reads every project of the user's
+
 
     @classmethod
     def read(cls, request: Request) -> "ListQuery":
@@ -60,14 +62,16 @@ class ListQuery:
                    state=_one_of(p.get("state"), tuple(STATES)),
                    since=_day(p.get("since")), until=_day(p.get("until")),
                    order=_one_of(p.get("order"), ORDERS) or "recent",
-                   page=max(1, min(_whole(p.get("page"), 1), 10**9)))
+                   page=max(1, min(_whole(p.get("page"), 1), 10**9)),
+                   everywhere=p.get("all") == "1")
 
     def params(self, ws: str, home: str) -> dict[str, Any]:
         """The query string that brings this view back."""
         kept = {"ws": ws if ws != home else "", "q": self.q, "tag": self.tag,
                 "category": self.category, "scope": self.scope, "via": self.via,
                 "state": self.state, "since": self.since, "until": self.until,
-                "order": self.order if self.order != "recent" else ""}
+                "order": self.order if self.order != "recent" else "",
+                "all": "1" if self.everywhere else ""}
         return {k: v for k, v in kept.items() if v}
 
     def filters(self) -> ToolArguments:
@@ -157,6 +161,8 @@ def _search(request: Request, ask: ListQuery, ws: str, offset: int) -> ToolResul
                                 "preview_chars": PREVIEW_CHARS, **ask.filters()}
     if ask.tag:
         arguments["tags"] = [ask.tag]
+    if ask.everywhere:
+        arguments["workspaces"] = ["*"]
     found = link_of(request).call("memory_search", arguments, ws)
     # memory_search ranks by meaning and has no filter for these: keep this page's hits
     found["results"] = [r for r in found.get("results", []) if _hit_admitted(ask, r)]
