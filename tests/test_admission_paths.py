@@ -36,7 +36,7 @@ HOSTILE = [
     ("surrogate", "broken \ud800 text", []),
     ("oversized", "x" * (LIMIT + 1), []),
 ]
-PATHS = ["store", "update", "import", "source", "team", "query"]
+PATHS = ["store", "personal", "update", "import", "source", "team", "query"]
 
 
 def _expected(text: str, tags: list[str]):
@@ -52,6 +52,8 @@ def _through(path: str, call, workspace: Path, text: str, tags: list[str]) -> in
     """Write `text` along `path`; the id of the memory it became. ToolFailure when refused."""
     if path == "store":
         return call("memory_store", content=text, tags=tags)["id"]
+    if path == "personal":  # the personal tier's database: the same admission
+        return call("memory_store", content=text, tags=tags, scope="user")["id"]
     if path == "update":
         memory_id = call("memory_store", content="A placeholder note to be rewritten")["id"]
         call("memory_update", id=memory_id, content=text, tags=tags)
@@ -109,9 +111,12 @@ def test_every_write_path_admits_text_alike(call, workspace, path, name, text, t
         assert any(word in message for word in ("NUL", "surrogate", "private", "limit",
                                                 "UTF-8", "JSON")), message
         assert call("memory_stats")["memories"] == 0 or path == "update"
+        assert path != "personal" or call("memory_list", scope="user")["memories"] == []
         return
     memory_id = _through(path, call, workspace, text, tags)
     got = call("memory_get", id=memory_id)
+    if path == "personal":  # recalled in every workspace: not left for the other tests
+        call("memory_delete", id=memory_id)
     content, kept, flagged = expected
     assert got["content"] == content
     assert got["tags"] == (["agents-md"] if path == "source" else kept)

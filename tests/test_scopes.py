@@ -236,6 +236,9 @@ def test_a_personal_memory_is_recalled_in_every_project(pcall, tmp_path):
     with pytest.raises(ToolFailure) as refused:
         pcall("memory_update", ws=a, id=mine["id"], scope="shared")
     assert "personal" in refused.value.message
+    with pytest.raises(ToolFailure) as refused:
+        pcall("memory_share", ws=a, id=mine["id"])
+    assert "never shared" in refused.value.message
     assert not (a / ".memnest" / "shared").exists() or not any(
         PREFERENCE[:20] in p.read_text() for p in (a / ".memnest" / "shared").rglob("*")
         if p.is_file())
