@@ -155,20 +155,24 @@ def _other_tiers(ctx: CallContext, query: Query
     personal = tiers.recalls_personal(ctx)
     if personal is not None:
         out.append(("user", personal))
-    named = ctx.known_workspaces() if query.workspaces == ["*"] else query.workspaces
+    every = query.workspaces == ["*"]
+    named = ctx.known_workspaces() if every else query.workspaces
     skipped: dict[str, str] = {}
     seen = {ctx.workspace}
-    for given in dict.fromkeys(named):
+    for n, given in enumerate(dict.fromkeys(named)):
         if len(seen) > MAX_OTHER_WORKSPACES:
-            skipped[given] = (f"one search reads at most {MAX_OTHER_WORKSPACES} other "
-                              "workspaces; name it to search it")
-            continue
+            left = len(named) - n
+            skipped[f"({left} more)"] = (
+                f"one search reads at most {MAX_OTHER_WORKSPACES} other workspaces, the most "
+                "recently used first; name one in `workspaces` to search it")
+            break
         try:
             other = ctx.elsewhere(given)
         except ToolError as exc:
-            if query.workspaces != ["*"]:
+            if not every:
                 raise
-            skipped[given] = exc.message
+            if len(skipped) < MAX_OTHER_WORKSPACES:
+                skipped[given] = exc.message
             continue
         if other.workspace not in seen:
             seen.add(other.workspace)

@@ -74,6 +74,7 @@ class ToolContext:
     # how the workspace was found (a worktree's repository); None: the workspace as given
     resolution: Resolved | None = None
     tier: Tier = "workspace"  # "user": the personal tier's own context (personal())
+    looking_in: bool = False  # another workspace a search reads (elsewhere()): only read
     _store: MemoryStore | None = None
     _personal: ToolContext | None = None
     _others: list[ToolContext] = field(default_factory=list)  # elsewhere()'s, closed with it
@@ -88,8 +89,8 @@ class ToolContext:
         """The workspace's database, opened on first use; released by close()."""
         if self._store is None:
             self._store = self.stores.acquire(self.workspace, self.db_path)
-            if self.tier == "user":  # the personal tier has no team and follows no file
-                return self._store
+            if self.tier == "user" or self.looking_in:  # read as it is: no team, no
+                return self._store  # followed files, no takeover
             if not self.db_path:  # the workspace's own database
                 self.stores.known.saw(self.workspace)
                 moved_check(self)
@@ -131,7 +132,8 @@ class ToolContext:
             raise ToolError("permission_denied", f"tls client {self.confinement.identity!r} "
                             f"may not search the memory of {where.workspace}")
         other = replace(self, workspace=where.workspace, db_path="", resolution=where,
-                        tier="workspace", _store=None, _personal=None, _others=[])
+                        tier="workspace", looking_in=True, _store=None, _personal=None,
+                        _others=[])
         self._others.append(other)
         return other
 
