@@ -72,25 +72,25 @@ def remember(ctx: CallContext, entries: list[Entry], batch: bool,
     `known`: vectors the caller already has, by text (an import embeds before it plans).
     Entries of scope "user" go to the personal tier, in a commit of their own, and come
     back with their shown ids."""
-    personal = [n for n, e in enumerate(entries) if e.scope == "user"]
-    if not personal:
-        return _remember(ctx, entries, batch, known)
     if batch and len(entries) > ctx.settings.max_batch:
         raise invalid(f"items has {len(entries)} entries, over the limit of "
                       f"{ctx.settings.max_batch} (MEMORY_MAX_BATCH); send several batches")
+    personal = [n for n, e in enumerate(entries) if e.scope == "user"]
+    if not personal:
+        return _remember(ctx, entries, batch, known, list(range(len(entries))))
     tier = tiers.personal_of(ctx, "cannot store a personal memory")
-    mine = [e for n, e in enumerate(entries) if n not in personal]
-    done = _remember(ctx, mine, batch, known) if mine else \
+    chosen = set(personal)
+    mine = [n for n in range(len(entries)) if n not in chosen]
+    done = _remember(ctx, [entries[n] for n in mine], batch, known, mine) if mine else \
         Remembered([], {}, {}, LeftOut())
     theirs = _remember(tier, [replace(entries[n], scope="private", anchors=None,
-                                      auto_anchor=False) for n in personal], batch, known)
+                                      auto_anchor=False) for n in personal], batch, known,
+                       personal)
     ours, others = iter(done.outcomes), iter(theirs.outcomes)
-    outcomes = [_shown_outcome(next(others)) if n in personal else next(ours)
+    outcomes = [_shown_outcome(next(others)) if n in chosen else next(ours)
                 for n in range(len(entries))]
-    where = dict(enumerate(personal))  # an index of the personal entries -> of all
-    mine_at = [n for n in range(len(entries)) if n not in personal]
-    restated = {mine_at[k]: twin for k, twin in done.restated.items()}
-    restated.update({where[k]: tiers.shown_id(t) for k, t in theirs.restated.items()})
+    restated = {mine[k]: twin for k, twin in done.restated.items()}
+    restated.update({personal[k]: tiers.shown_id(t) for k, t in theirs.restated.items()})
     done.left_out.notes.update(theirs.left_out.notes)
     return Remembered(outcomes, restated, done.sharing, done.left_out)
 
@@ -104,11 +104,9 @@ def _shown_outcome(outcome: Outcome | Verdict) -> Outcome | Verdict:
 
 
 def _remember(ctx: CallContext, entries: list[Entry], batch: bool,
-              known: Mapping[str, np.ndarray] | None) -> Remembered:
-    if batch and len(entries) > ctx.settings.max_batch:
-        raise invalid(f"items has {len(entries)} entries, over the limit of "
-                      f"{ctx.settings.max_batch} (MEMORY_MAX_BATCH); send several batches")
-    admitted = _admit(ctx, entries, batch)
+              known: Mapping[str, np.ndarray] | None, places: list[int]) -> Remembered:
+    """remember() in one tier; `places`: each entry's index in the call (what errors name)."""
+    admitted = _admit(ctx, entries, batch, places)
     items = admitted.items
     vectors = _vectors(ctx, [i.content for i in items], known or {})
     store = ctx.store
@@ -140,12 +138,13 @@ def _vectors(ctx: CallContext, texts: list[str], known: Mapping[str, np.ndarray]
     return [known[t] if t in known else found[t] for t in texts]
 
 
-def _admit(ctx: CallContext, entries: list[Entry], batch: bool) -> _Admitted:
+def _admit(ctx: CallContext, entries: list[Entry], batch: bool,
+           places: list[int]) -> _Admitted:
     """The items to ingest: texts admitted, judged (a refusal of a single text raises) and
     anchored to the code they name."""
     out = _Admitted()
     for n, entry in enumerate(entries):
-        where = f"items.{n}" if batch else "content"
+        where = f"items.{places[n]}" if batch else "content"
         content = private_free(entry.content, where, ctx.settings.max_store_chars,
                                out.left_out)
         if ctx.settings.capture_judge and not entry.keep_as_is:
@@ -157,7 +156,7 @@ def _admit(ctx: CallContext, entries: list[Entry], batch: bool) -> _Admitted:
                 continue
             out.judged.append(len(out.items))
         code = written_context(ctx.checkout, content, entry.anchors, entry.auto_anchor,
-                               where=f"items.{n}." if batch else "",
+                               where=f"{where}." if batch else "",
                                worktree=worktree_of(ctx))
         out.items.append(Item(content, entry.category,
                               clean_tags(entry.tags, where, out.left_out),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 import numpy as np
 
@@ -89,19 +89,21 @@ def revise(ctx: CallContext, changes: list[Change], batch: bool) -> Revised:
         return _moved(ctx, changes, moving, batch)
     personal = [n for n, c in enumerate(changes) if tiers.is_personal(c.id)]
     if not personal:
-        return _revise(ctx, changes, batch)
+        return _revise(ctx, changes, batch, list(range(len(changes))))
     for n in personal:
         if changes[n].scope is not None:
             raise invalid(f"{f'updates.{n}' if batch else 'arguments'}.scope: memory "
                           f"{changes[n].id} is a personal memory (scope user), kept for you "
                           "alone in every workspace: it is never shared with a team")
     tier = tiers.personal_of(ctx, "cannot update a personal memory")
-    mine = [c for n, c in enumerate(changes) if n not in personal]
-    done = _revise(ctx, mine, batch) if mine else Revised([], [], {}, LeftOut())
+    chosen = set(personal)
+    mine = [n for n in range(len(changes)) if n not in chosen]
+    done = _revise(ctx, [changes[n] for n in mine], batch, mine) if mine else \
+        Revised([], [], {}, LeftOut())
     theirs = _revise(tier, [replace(changes[n], id=tiers.own_id(changes[n].id))
-                            for n in personal], batch)
+                            for n in personal], batch, personal, tiers.shown_id)
     ours, others = iter(done.results), iter(theirs.results)
-    results = [_shown_result(next(others)) if n in personal else next(ours)
+    results = [_shown_result(next(others)) if n in chosen else next(ours)
                for n in range(len(changes))]
     done.left_out.notes.update(theirs.left_out.notes)
     return Revised(results, done.updated + [tiers.as_shown(m) for m in theirs.updated],
@@ -134,15 +136,19 @@ def _shown_result(r: Result) -> Result:
                    current=None if r.current is None else tiers.as_shown(r.current))
 
 
-def _revise(ctx: CallContext, changes: list[Change], batch: bool) -> Revised:
-    left_out = _admit(ctx, changes, batch)
-    expected = [_expected(c, n, batch) for n, c in enumerate(changes)]
+def _revise(ctx: CallContext, changes: list[Change], batch: bool, places: list[int],
+            shown: Callable[[int], int] = lambda i: i) -> Revised:
+    """revise() in one tier; `places`: each change's index in the call, `shown`: the id a
+    caller knows a memory by (what errors name)."""
+    left_out = _admit(ctx, changes, batch, places)
+    expected = [_expected(c, places[n], batch) for n, c in enumerate(changes)]
     texts = [c.content for c in changes if c.content is not None]
     vectors = iter(ctx.embedder.embed(texts)) if texts else iter(())
     new_vectors = [next(vectors) if c.content is not None else None for c in changes]
     store = ctx.store
     with store.writing():
-        results, staged, scoped = _stage(ctx, changes, new_vectors, expected, batch)
+        results, staged, scoped = _stage(ctx, changes, new_vectors, expected, batch, places,
+                                         shown)
         if scoped:  # refused before anything is written when a secret would be shared
             check_shareable(store, [i for i, sc in scoped.items() if sc == "shared"], staged)
         if staged:
@@ -152,11 +158,12 @@ def _revise(ctx: CallContext, changes: list[Change], batch: bool) -> Revised:
     return Revised(results, updated, sharing, left_out)
 
 
-def _admit(ctx: CallContext, changes: list[Change], batch: bool) -> LeftOut:
+def _admit(ctx: CallContext, changes: list[Change], batch: bool, places: list[int]
+           ) -> LeftOut:
     """Refuse a change of nothing; take private text and secrets out of texts and tags."""
     left_out = LeftOut()  # private text and secrets, never stored (curation/privacy.py)
     for n, change in enumerate(changes):
-        where = f"updates.{n}" if batch else "arguments"
+        where = f"updates.{places[n]}" if batch else "arguments"
         if change.empty:
             raise invalid(f"{where}: nothing to change; give content, category, tags, scope, "
                           "importance, anchors or refresh_anchors")
@@ -176,8 +183,8 @@ def _expected(change: Change, n: int, batch: bool) -> datetime | None:
 
 
 def _stage(ctx: CallContext, changes: list[Change], vectors: list[np.ndarray | None],
-           expected: list[datetime | None], batch: bool
-           ) -> tuple[list[Result], Staged, dict[int, Scope]]:
+           expected: list[datetime | None], batch: bool, places: list[int],
+           shown: Callable[[int], int]) -> tuple[list[Result], Staged, dict[int, Scope]]:
     """Each memory as its changes leave it (several changes of one memory build on each
     other), and the scope asked for each. A change naming a version is checked against the
     memory as the call found it. Write lock held: no write comes between check and commit."""
@@ -190,7 +197,7 @@ def _stage(ctx: CallContext, changes: list[Change], vectors: list[np.ndarray | N
         current = staged[change.id][0] if change.id in staged else store.catalog.get(change.id)
         if current is None or current.workspace != ctx.workspace:
             if not batch:
-                raise not_found(f"no memory with id {change.id} in this workspace")
+                raise not_found(f"no memory with id {shown(change.id)} in this workspace")
             results.append(Result(change.id, "not_found"))
             continue
         if not still(store.catalog[change.id], seen):
@@ -203,7 +210,8 @@ def _stage(ctx: CallContext, changes: list[Change], vectors: list[np.ndarray | N
             results.append(Result(change.id, "updated"))
             continue
         m = rewritten(current.copy(updated_at=now), change, store.model)
-        result = recode(ctx.checkout, m, change, f"updates.{len(results)}." if batch else "",
+        result = recode(ctx.checkout, m, change,
+                        f"updates.{places[len(results)]}." if batch else "",
                         worktree_of(ctx))
         previous_vector = staged[change.id][1] if change.id in staged else None
         staged[change.id] = (m, vector if vector is not None else previous_vector)
