@@ -296,9 +296,10 @@ class MemnestService(pb_grpc.MemnestServicer):
         now = time.monotonic()
         workspaces = []
         stores = {s.db_path: s for s in self.runtime.stores.stores()}
+        personal = os.path.realpath(self.settings.user_dir) if self.settings.user_dir else ""
         for workspace, db_path in sorted(self.runtime.stores.workspaces.items()):
             store = stores.get(db_path)
-            if store is None:
+            if store is None or workspace == personal:  # the personal tier: no workspace
                 continue
             if identity is not None and (self.policy is None or
                                          not self.policy.allows_real(identity, workspace)):

@@ -288,8 +288,9 @@ def _session_start(event: Event) -> str:
     asks = [{"order_by": "importance", "limit": DIGEST_LIST},
             {"order_by": "importance", "limit": DIGEST_PERSONAL, "scope": "user"},
             {"order_by": "recent", "limit": DIGEST_LIST}]
-    pages = [_call(client, "memory_list", event.workspace, event.deadline,
-                   {**ask, "preview_chars": 0}) for ask in asks]
+    pages = [_personal_listed(client, event, ask) if ask.get("scope") == "user"
+             else _call(client, "memory_list", event.workspace, event.deadline,
+                        {**ask, "preview_chars": 0}) for ask in asks]
     debug_workspace("session-start", event.workspace, pages[0])
     listed = [m["id"] for page in pages for m in page["memories"]]
     if not listed:
@@ -303,6 +304,18 @@ def _session_start(event: Event) -> str:
         session.mark_shown(m)
     session.save()
     return text
+
+
+def _personal_listed(client: "_Daemon", event: Event, ask: "ToolArguments") -> "ToolResult":
+    """The person's own memories for the digest; none when the daemon will not show them
+    (a remote daemon whose allow-list does not grant this client the personal tier)."""
+    try:
+        return _call(client, "memory_list", event.workspace, event.deadline,
+                     {**ask, "preview_chars": 0})
+    except _Skip as skip:
+        if "personal tier" not in str(skip):
+            raise
+        return {"memories": []}
 
 
 def _prompt(event: Event) -> str:

@@ -15,8 +15,8 @@ from .common import Command, HelpWithDefaults, run
 GROUPS = (daemon, memories, team, transfer, service, config, hook, upkeep, tls, ui)
 # The order `memnest-ctl --help` lists them in; a command not named here comes last.
 LISTED = ("status", "start", "stop", "stats", "store", "relate", "unrelate", "keep-separate",
-          "share", "sync", "search", "show", "stale", "ui", "export", "import", "service", "config",
-          "hook", "logs", "dream", "reindex", "verify", "tls", "doctor")
+          "share", "sync", "search", "personal", "show", "stale", "ui", "export", "import",
+          "service", "config", "hook", "logs", "dream", "reindex", "verify", "tls", "doctor")
 
 
 def commands() -> list[Command]:

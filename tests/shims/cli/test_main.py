@@ -64,7 +64,7 @@ def test_version(capsys):
     (["tls"], "the following arguments are required: ACTION"),
     (["tls", "client"], "the following arguments are required: name"),
     (["hook", "lunch"], "invalid choice: 'lunch'"),
-    (["status", "--workspace", "x"], "unrecognized arguments: --workspace x"),
+    (["status", "--root", "x"], "unrecognized arguments: --root x"),
 ])
 def test_a_wrong_command_line_exits_2_with_a_message(argv, says, capsys):
     with pytest.raises(SystemExit) as exited:
