@@ -183,30 +183,40 @@ def _other_tiers(ctx: CallContext, query: Query
 def _tiered_page(ctx: CallContext, ask: _Ask, text: str, query_vector: np.ndarray,
                  others: list[tuple[Source, CallContext]]
                  ) -> tuple[list[Hit], bool, dict[str, Any] | None]:
-    """One page over several tiers: each ranks the first offset+top_k memories of its own
-    database, and the page takes the best of them by score."""
+    """One page over several tiers: each ranks its own database (the other tiers from a
+    smaller pool: only their best can reach the page), the page takes the best of all by
+    score, and only its memories are read for conflicts and notes."""
     want = ask.query.offset + ask.top_k
-    found: list[tuple[Hit, CallContext]] = []
+    found: list[tuple[Ranked, int]] = []  # each ranked memory and the tier it is from
+    tiers_in = [("here", ctx), *others]
+    checks: list[Checks] = []
     has_more, census = False, None
-    for source, tier in [("here", ctx), *others]:
+    for n, (source, tier) in enumerate(tiers_in):
         wide = _Ask(replace(ask.query, offset=0, top_k=want), want, ask.mode, ask.graph_weight,
                     replace(ask.flt, workspace=tier.workspace) if source != "here"
                     else ask.flt)
+        pool = None if source == "here" else max(OTHER_TIER_POOL, 2 * want)
         with tier.store.reading():
-            ranking, code = _ranked_page(tier, wide, text, query_vector, record=False)
+            ranked, code, counted = _ranked(tier, wide, text, query_vector, pool)
         follow_moved_code(tier.store, code)
-        if source == "here":
-            census = ranking.census
-        has_more = has_more or ranking.has_more
-        found += [(_from_tier(h, source), tier) for h in ranking.hits]
+        checks.append(code)
+        census = counted if source == "here" else census
+        has_more = has_more or len(ranked) > want
+        found += [(r, n) for r in ranked[:want]]
     found.sort(key=lambda f: -f[0].score)
     page = found[ask.query.offset:want]
-    for tier in {id(t): t for _, t in page}.values():
+    hits: dict[int, Hit] = {}  # by place on the page
+    for n, (source, tier) in enumerate(tiers_in):
+        mine = [(place, r) for place, (r, t) in enumerate(page) if t == n]
+        if not mine:
+            continue
         with tier.store.reading():
-            tier.store.record_access(
-                tiers.own_id(h.memory.id) if h.source == "user" else h.memory.id
-                for h, t in page if t is tier)
-    return [h for h, _ in page], has_more or len(found) > want, census
+            built = _hits(tier, [r for _, r in mine], checks[n], ask.query.explain)
+        hits.update((place, _from_tier(h, source)) for (place, _), h in zip(mine, built))
+    return [hits[place] for place in range(len(page))], has_more or len(found) > want, census
+
+
+OTHER_TIER_POOL = 20  # candidates per channel of a tier beside the workspace
 
 
 def _from_tier(hit: Hit, source: Source) -> Hit:
@@ -232,25 +242,40 @@ class _Ranking:
     census: dict[str, Any] | None
 
 
-def _ranked_page(ctx: CallContext, ask: _Ask, text: str, query_vector: np.ndarray,
-                 record: bool = True) -> tuple[_Ranking, Checks]:
-    """Rank, boost by the graph, demote what was superseded, then what cites changed code;
-    the page with its conflicts and notes. Read lock held."""
-    store, settings, offset = ctx.store, ctx.settings, ask.query.offset
+def _ranked_page(ctx: CallContext, ask: _Ask, text: str, query_vector: np.ndarray
+                 ) -> tuple[_Ranking, Checks]:
+    """The page of `ask` with its conflicts and notes (_ranked, then _hits). Read lock
+    held."""
+    offset = ask.query.offset
+    ranked, code, census = _ranked(ctx, ask, text, query_vector)
+    page = _hits(ctx, ranked[offset:offset + ask.top_k], code, ask.query.explain)
+    return _Ranking(page, offset + ask.top_k < len(ranked), census), code
+
+
+def _ranked(ctx: CallContext, ask: _Ask, text: str, query_vector: np.ndarray,
+            pool: int | None = None) -> tuple[list[Ranked], Checks, dict[str, Any] | None]:
+    """Rank, boost by the graph, demote what was superseded, then what cites changed code
+    (checked for the first offset+top_k); the census when explain asks. `pool`: candidates
+    per channel (default MEMORY_SEARCH_CANDIDATES). Read lock held."""
+    store, settings, shown = ctx.store, ctx.settings, ask.query.offset + ask.top_k
     census: dict[str, Any] | None = {} if ask.query.explain else None  # counted when asked
-    pool = max(settings.search_candidates, offset + ask.top_k)
+    pool = max(pool or settings.search_candidates, shown)
     ranked = rank(store, text, query_vector, ask.flt, pool=pool, mode=ask.mode,
                   rrf_k=settings.rrf_k, census=census)
     ranked = demote_superseded(store.graph, boost(ranked, store.signal, ask.graph_weight))
     if census is not None:
         census = explain_meta(store, census, ranked, ask.flt, ask.mode, ask.graph_weight)
-    ranked, code = rank_by_code(ranked, offset + ask.top_k, ctx.workspace, ctx.checkout)
-    page = ranked[offset:offset + ask.top_k]
-    if record:
-        store.record_access(r.memory.id for r in page)
-    flagged = conflicts(store, [r.memory for r in page], settings, ctx.workspace)
-    hits = [_hit(store, r, code, flagged.get(r.memory.id), ask.query.explain) for r in page]
-    return _Ranking(hits, offset + ask.top_k < len(ranked), census), code
+    ranked, code = rank_by_code(ranked, shown, ctx.workspace, ctx.checkout)
+    return ranked, code, census
+
+
+def _hits(ctx: CallContext, page: list[Ranked], code: Checks, explain: bool) -> list[Hit]:
+    """The page's memories as hits, with their conflicts and notes; their access counted.
+    Read lock held."""
+    store = ctx.store
+    store.record_access(r.memory.id for r in page)
+    flagged = conflicts(store, [r.memory for r in page], ctx.settings, ctx.workspace)
+    return [_hit(store, r, code, flagged.get(r.memory.id), explain) for r in page]
 
 
 def _hit(store: MemoryStore, r: Ranked, code: Checks, found: list[Conflict] | None,
