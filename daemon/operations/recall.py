@@ -15,7 +15,7 @@ from ..curation.conflicts import conflicts, with_resolutions
 from ..curation.freshness import Freshness
 from ..curation.screening import flag
 from ..search.graph_signal import boost
-from ..search.ranking import Ranked, SearchFilter, demote_superseded, rank
+from ..search.ranking import Ranked, SearchFilter, demote_superseded, may_answer, rank
 from ..store.neighbours import ConflictFlag
 from ..store.store import MemoryStore
 from . import tiers
@@ -197,6 +197,10 @@ def _tiered_page(ctx: CallContext, ask: _Ask, text: str, query_vector: np.ndarra
                     else ask.flt)
         pool = None if source == "here" else max(OTHER_TIER_POOL, 2 * want)
         with tier.store.reading():
+            if source == "user" and not may_answer(tier.store, query_vector, wide.flt,
+                                                   PERSONAL_FLOOR):
+                checks.append({})
+                continue  # nothing of the person's is near the question
             ranked, code, counted = _ranked(tier, wide, text, query_vector, pool)
         follow_moved_code(tier.store, code)
         checks.append(code)
@@ -217,6 +221,9 @@ def _tiered_page(ctx: CallContext, ask: _Ask, text: str, query_vector: np.ndarra
 
 
 OTHER_TIER_POOL = 20  # candidates per channel of a tier beside the workspace
+# The personal tier is ranked for a query only when one of its memories comes this close
+# (raw cosine): below it, none would reach a page (bench/RESULTS.md#personal-tier).
+PERSONAL_FLOOR = 0.2
 
 
 def _from_tier(hit: Hit, source: Source) -> Hit:

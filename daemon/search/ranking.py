@@ -281,6 +281,15 @@ def scope_ids(store: RankingStore, flt: SearchFilter) -> frozenset[int] | None:
     return known[key]
 
 
+def may_answer(store: RankingStore, query_vector: npt.NDArray[np.float32],
+               flt: SearchFilter, floor: float) -> bool:
+    """Whether any memory the filter admits comes within `floor` (a raw cosine) of the
+    query: one pass over the vectors, a fraction of a full ranking. A tier beside the
+    workspace is ranked only when it may answer (bench/RESULTS.md#personal-tier)."""
+    best = store.vectors.search(query_vector, scope_ids(store, flt), 1)
+    return bool(best) and best[0][1] >= floor
+
+
 REACH = len(NEIGHBOUR_WEIGHTS)
 _WINDOW_US = int(NEIGHBOUR_WINDOW_S * 1_000_000)
 _DAY_US = 86_400_000_000.0
