@@ -101,6 +101,12 @@ SOURCE_TEXTS = [
     "Source: feature flags are evaluated at the edge for anonymous visitors",
     "Source: the payments sandbox resets its data every Sunday night",
 ]
+# What a person keeps for every project (scope user).
+PERSONAL_TEXTS = [
+    "Personal: answer in British English with metric units",
+    "Personal: I prefer pytest fixtures over unittest classes",
+    "Personal: keep commit subjects under seventy-two characters",
+]
 # What a worktree with a memory of its own learned before it joined its repository's:
 # facts unlike any other here.
 WORKTREE_TEXTS = [
@@ -202,6 +208,10 @@ class History(RuleBasedStateMachine):
         git(self.workspace, "commit", "-qm", "start")
         self.worktrees = 0
         self.client = self.daemon.client()
+        # the personal tier (shown id -> text) is the user's, so earlier histories' stays
+        self.personal: dict[int, str] = {m["id"]: m["content"] for m in self.client.call_tool(
+            "memory_list", {"scope": "user", "limit": 500}, str(self.workspace),
+            origin=ORIGIN)["memories"]}
         self.model = Model()
         self.imports = 0
         self.since_restart = self.writes_since_dream = 0
@@ -697,7 +707,7 @@ class History(RuleBasedStateMachine):
         for row in out["changes"]:
             STEPS_RUN[f"import source {row['action']}"] += 1
             source = row["source"]
-            if row["action"] == "store":
+            if row["action"] in ("store", "conflict"):  # conflict: stored, and flagged
                 assert row["id"] not in model, row
                 model[row["id"]] = {"content": row["content"], "category": "general",
                                     "tags": ["agents-md"], "importance": 3, "via": "import",
@@ -774,6 +784,48 @@ class History(RuleBasedStateMachine):
         return min(i for i in self.model.private()
                    if content_hash(self.model.memories[i]["content"]) == content_hash(text))
 
+    @rule(data=st.data())
+    def personal_store(self, data):
+        """A memory of the person's own (scope user): kept in the personal tier, under an
+        id above the workspace's, never in the workspace."""
+        text = data.draw(st.sampled_from(PERSONAL_TEXTS))
+        STEPS_RUN["personal store"] += 1
+        out = self.call("memory_store", content=text, scope="user", keep_as_is=True,
+                        category="preference")
+        self._apply_personal(out["status"], out["id"], text)
+        self.check()
+
+    @precondition(lambda self: self.model.private())
+    @rule(data=st.data())
+    def move_to_personal(self, data):
+        """A private workspace memory moved to the personal tier: it leaves the workspace
+        with its links, and its text is in the tier under its new id."""
+        memory_id = data.draw(st.sampled_from(self.model.private()))
+        text = self.model.memories[memory_id]["content"]
+        STEPS_RUN["move to personal"] += 1
+        out = self.call("memory_update", id=memory_id, scope="user")
+        assert out["status"] == "updated", out
+        self.model.forget(memory_id)
+        found = self.call("memory_get", id=out["moved_to"])
+        status = "stored" if out["moved_to"] not in self.personal else \
+            "duplicate" if content_hash(self.personal[out["moved_to"]]) == content_hash(text) \
+            else "merged"
+        self._apply_personal(status, out["moved_to"], text)
+        assert found["content"] == self.personal[out["moved_to"]], found
+        self.check()
+
+    def _apply_personal(self, status: str, memory_id: int, text: str) -> None:
+        assert memory_id > 10_000_000_000, memory_id
+        if status == "stored":
+            assert memory_id not in self.personal
+            self.personal[memory_id] = text
+        elif status == "duplicate":
+            assert content_hash(self.personal[memory_id]) == content_hash(text)
+        else:
+            assert status == "merged", status
+            if len(text) > len(self.personal[memory_id]):
+                self.personal[memory_id] = text
+
     @precondition(lambda self: self.writes_since_dream >= 3)
     @rule()
     def dream(self):
@@ -831,6 +883,9 @@ class History(RuleBasedStateMachine):
         served = {m["id"]: (m["content"], m["category"], m["tags"], m["importance"])
                   for m in listed["memories"]}
         assert served == expected, "memory_list differs from the model"
+        mine = self.call("memory_list", scope="user", limit=500)["memories"]
+        assert {m["id"]: m["content"] for m in mine} == self.personal, \
+            "the personal tier differs from the model"
         rows, about, topics, links, verdicts = self.cypher(
             "MATCH (m:Memory) RETURN m.id, m.content, m.category, m.tags, m.importance, "
             "m.content_hash, m.workspace, m.origin_via, m.origin_client, m.origin_session, "
@@ -996,6 +1051,10 @@ class TeamHistory(History):
     def dream(self): ...
 
     def worktree_merge(self, data): ...
+
+    def personal_store(self, data): ...
+
+    def move_to_personal(self, data): ...
 
     def teammate_file(self, data, kind): ...
 
