@@ -7,6 +7,7 @@ projects are searched only when named."""
 import json
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -119,6 +120,8 @@ def test_a_moved_repository_keeps_its_memory(fresh_daemon, tmp_path):
     stored = client.call_tool("memory_store", {"content": "Deploys go out from the release "
                                                "branch every Tuesday", "category": "decision"},
                               str(repo))
+    (repo / "AGENTS.md").write_text("- The API gateway terminates TLS for every service\n")
+    client.call_tool("memory_import", {"from": "agents-md", "follow": True}, str(repo))
     moved = (tmp_path / "new-place" / "renamed-repo")
     moved.parent.mkdir()
     shutil.move(str(repo), str(moved))  # while the daemon holds its database open
@@ -126,12 +129,19 @@ def test_a_moved_repository_keeps_its_memory(fresh_daemon, tmp_path):
     found = client.call_tool("memory_search", {"query": "when do deploys go out"}, str(moved))
     assert stored["id"] in _ids(found)
     assert found["results"][0]["workspace"] == str(moved)
+    # what the workspace followed came along: an edit of its AGENTS.md comes in
+    (moved / "AGENTS.md").write_text("- The API gateway terminates TLS for every service\n"
+                                     "- Rate limits are enforced at the gateway per tenant\n")
+    time.sleep(2.2)  # a followed source is looked at every 2 s at most
+    client.call_tool("memory_stats", {}, str(moved))
+    listed = client.call_tool("memory_list", {"limit": 50}, str(moved))["memories"]
+    assert any("per tenant" in m["content"] for m in listed), listed
     fresh_daemon.stop()
     fresh_daemon.start()  # what the database kept
     client = fresh_daemon.client()
     again = client.call_tool("memory_get", {"id": stored["id"]}, str(moved))
     assert again["workspace"] == str(moved)
-    assert client.call_tool("memory_stats", {}, str(moved))["memories"] == 1
+    assert client.call_tool("memory_stats", {}, str(moved))["memories"] == 3
 
 
 def test_worktree_databases_are_merged_once_with_nothing_lost(fresh_daemon, tmp_path):

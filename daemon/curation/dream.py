@@ -122,6 +122,14 @@ def _state_key(workspace: str, name: str) -> str:
     return f"dream:{workspace}:{name}"
 
 
+# What a workspace's dreams keep in Meta, by name (a moved workspace takes it along).
+DREAM_STATE = ("last_report", "last_at", "window_start")
+
+
+def state_keys(workspace: str) -> list[str]:
+    return [_state_key(workspace, name) for name in DREAM_STATE]
+
+
 class LastDream(TypedDict):
     """What the last dream that ran (by hand or by upkeep) did, as the database keeps it."""
     at: str

@@ -97,12 +97,12 @@ class Kept:
     remaining: int
 
 
-def _key(workspace: str) -> str:
+def review_key(workspace: str) -> str:
     return f"review:{workspace}"
 
 
 def _state(store: MemoryStore, workspace: str) -> ReviewState:
-    return ReviewState.parse(store.db.meta(_key(workspace)))
+    return ReviewState.parse(store.db.meta(review_key(workspace)))
 
 
 def _waiting(store: MemoryStore, workspace: str) -> list[Memory]:
@@ -157,6 +157,6 @@ def keep(ctx: CallContext, ids: list[int] | None) -> Kept:
             missing = [i for i in asked if i not in waiting]
             state.kept.update(kept)
         state.absorb(sorted(waiting))
-        store.commit(Changes(meta={_key(ctx.workspace): state.text()}))
+        store.commit(Changes(meta={review_key(ctx.workspace): state.text()}))
         remaining = sum(1 for i in waiting if not state.reviewed(i))
     return Kept(kept, missing, remaining)

@@ -20,6 +20,7 @@ from ..core.strict_schema import StrictValidator
 from ..core.types import Tier
 from ..curation import admission
 from ..operations import following
+from ..operations.carry_over import carry_over
 from ..operations.worktree_merge import merge_worktree
 from ..store import relocation
 from ..store.registry import StoreRegistry, database_path
@@ -174,7 +175,9 @@ def moved_check(ctx: ToolContext) -> None:
     store = ctx._store
     assert store is not None
     try:
-        relocation.take_over_moved(store, ctx.workspace)
+        left = relocation.take_over_moved(store, ctx.workspace)
+        if left:
+            carry_over(store, left, ctx.workspace)
         where = ctx.resolution
         if where is None or not where.moved or ctx.origin.via == "hook":
             return
