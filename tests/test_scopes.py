@@ -325,3 +325,31 @@ def _hook(event: str, payload: dict, env: dict, cwd: Path) -> str:
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"] \
         if out.stdout.strip() else ""
+
+
+def test_the_personal_tier_is_exported_and_comes_back(pcall, tmp_path):
+    a = (tmp_path / "project-x").resolve()
+    a.mkdir()
+    made = [pcall("memory_store", ws=a, content=text, category="preference", scope="user",
+                  tags=["habits"])["id"]
+            for text in ("Write commit messages in the imperative mood",
+                         "Prefer small pull requests that do one thing")]
+    out = pcall("memory_export", ws=a, personal=True)
+    assert out["memories"] >= 2 and ".memnest" in out["path"] and str(a) not in out["path"]
+    exported = json.loads(Path(out["path"]).read_text())
+    assert {m["content"] for m in exported["memories"]} >= {
+        "Write commit messages in the imperative mood",
+        "Prefer small pull requests that do one thing"}
+    pcall("memory_delete", ws=a, ids=made)
+    with pytest.raises(ToolFailure) as refused:
+        pcall("memory_import", ws=a, path="relative.json", personal=True)
+    assert "absolute" in refused.value.message
+    with pytest.raises(ToolFailure):
+        pcall("memory_import", ws=a, **{"from": "agents-md", "personal": True})
+    back = pcall("memory_import", ws=a, path=out["path"], personal=True)
+    assert back["memories"]["stored"] >= 2
+    listed = pcall("memory_list", ws=a, scope="user")["memories"]
+    assert {"Write commit messages in the imperative mood",
+            "Prefer small pull requests that do one thing"} <= {m["content"] for m in listed}
+    assert pcall("memory_stats", ws=a)["memories"] == 0  # nothing landed in the workspace
+    pcall("memory_delete", ws=a, ids=[m["id"] for m in listed])

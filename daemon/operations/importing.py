@@ -105,9 +105,10 @@ def import_file(ctx: CallContext, path: str, confined: Confined | None = None) -
 def import_memories(ctx: CallContext, items: list[Item], landing: _Landing) -> None:
     """Every item stored, found verbatim, or merged, IMPORT_CHUNK under one write lock."""
     store, workspace = ctx.store, ctx.workspace
+    personal = ctx.personal() is ctx  # the personal tier shares nothing with a team
     for item in items:  # shared needs the name of its file
-        if not item.global_id:
-            item.scope = "private"
+        if personal or not item.global_id:
+            item.scope, item.global_id = "private", ""
     # Text already here verbatim needs no embedding; the rest is embedded outside the lock.
     with store.reading():
         present = {n for n, item in enumerate(items) if store.find_hash(

@@ -1,7 +1,8 @@
 """memory_export and memory_import: a workspace's memories, relations and keep-separate verdicts
 as one portable JSON file, and back. The file and the work are in daemon/operations/
 (transfer.py: the format and its checks; exporting.py, importing.py)."""
-from typing import Any, Literal, TypedDict
+import os
+from typing import Any, Literal, TypedDict, cast
 
 from ..core.errors import invalid
 from ..operations import following
@@ -9,6 +10,7 @@ from ..operations.adopting import PLANNED_SHOWN, Action, Adopted, Planned, Sourc
 from ..operations.exporting import export_digest, export_memories, export_notes
 from ..operations.following import Followed
 from ..operations.importing import Imported, LinkTally, import_file
+from ..operations.tiers import personal_of
 from ..operations.transfer import FORMAT, VERSION_1
 from ..sources.kinds import KINDS
 from .registry import ToolContext, tool
@@ -21,6 +23,7 @@ class ExportArgs(TypedDict, total=False):
     include_workspace_paths: bool
     format: Literal["json", "markdown", "agents-md", "claude-md"]
     scope: Literal["shared", "all"]
+    personal: bool
 
 
 @tool("memory_export",
@@ -49,10 +52,19 @@ class ExportArgs(TypedDict, total=False):
            "include_workspace_paths": {"type": "boolean",
                                        "description": "Record the workspace's absolute path "
                                                       "in the file (default false)."},
+           "personal": {"type": "boolean",
+                        "description": "Export your personal memories (scope user) instead, "
+                                       "as a json file under the personal tier's folder "
+                                       "(a backup, or to take them to another machine)."},
        },
        "additionalProperties": False})
 def memory_export(ctx: ToolContext, args: ExportArgs) -> dict[str, Any]:
     style = args.get("format", "json")
+    if args.get("personal"):
+        if style != "json" or "scope" in args:
+            raise invalid("personal goes with format json: the personal tier is exported "
+                          "as one export file")
+        ctx = cast(ToolContext, personal_of(ctx, "cannot export personal memories"))
     if "scope" in args and style not in ("agents-md", "claude-md"):
         raise invalid("scope goes with format agents-md or claude-md")
     if style == "agents-md" or style == "claude-md":
@@ -81,7 +93,8 @@ def memory_export(ctx: ToolContext, args: ExportArgs) -> dict[str, Any]:
 
 
 ImportArgs = TypedDict("ImportArgs", {"path": str, "from": str, "dry_run": bool,
-                                      "prune": bool, "follow": bool}, total=False)
+                                      "prune": bool, "follow": bool, "personal": bool},
+                       total=False)
 
 
 @tool("memory_import",
@@ -115,11 +128,17 @@ ImportArgs = TypedDict("ImportArgs", {"path": str, "from": str, "dry_run": bool,
            "follow": {"type": "boolean",
                       "description": "With `from`: true keeps this workspace in step with "
                                      "these files (imported again whenever they change); "
-                                     "false stops following them."}},
+                                     "false stops following them."},
+           "personal": {"type": "boolean",
+                        "description": "Load the export file (an absolute path) into your "
+                                       "personal memories (scope user) instead of this "
+                                       "workspace."}},
        "additionalProperties": False},
       idempotent=True, long_running=True)
 def memory_import(ctx: ToolContext, args: ImportArgs) -> dict[str, Any]:
     if "from" in args:
+        if args.get("personal"):
+            raise invalid("personal goes with an export file (path), not with `from`")
         return _adopt(ctx, args)
     if "path" not in args:
         raise invalid("path: the export file to load (or give `from` to take in another "
@@ -127,6 +146,10 @@ def memory_import(ctx: ToolContext, args: ImportArgs) -> dict[str, Any]:
     if args.get("dry_run") or args.get("prune") or "follow" in args:
         raise invalid("dry_run, prune and follow go with `from`; an export file is loaded "
                       "whole")
+    if args.get("personal"):
+        if not os.path.isabs(args["path"]):
+            raise invalid("path: with personal, give the export file's absolute path")
+        ctx = cast(ToolContext, personal_of(ctx, "cannot import into personal memories"))
     return _import_view(import_file(ctx, args["path"], ctx.confinement))
 
 

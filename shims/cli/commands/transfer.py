@@ -27,6 +27,8 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scope", choices=("shared", "all"),
                         help="with agents-md or claude-md: only shared memories (default for "
                              "agents-md, which lives in the repository) or all")
+    parser.add_argument("--personal", action="store_true",
+                        help="your personal memories (scope user) instead of the workspace's")
 
 
 DIGEST_SIGNATURE = b"<!-- memnest digest"  # how a digest starts: one export may replace
@@ -35,6 +37,8 @@ DIGEST_SIGNATURE = b"<!-- memnest digest"  # how a digest starts: one export may
 def cmd_export(args: argparse.Namespace) -> None:
     if args.scope and args.format not in ("agents-md", "claude-md"):
         raise Failure("--scope goes with --format agents-md or claude-md")
+    if args.personal and args.format != "json":
+        raise Failure("--personal goes with --format json")
     if args.format == "markdown":
         return _export_notes(args)
     if args.format in ("agents-md", "claude-md"):
@@ -43,7 +47,7 @@ def cmd_export(args: argparse.Namespace) -> None:
                                             "from there")
     if target is not None and target.exists() and not is_export(target):
         raise Failure(f"{target} exists and is not a memnest export; it is left as it is")
-    out = call(client(), args, "memory_export", {})
+    out = call(client(), args, "memory_export", {"personal": True} if args.personal else {})
     if target is not None:
         shutil.move(out["path"], target)
         out["path"] = str(target)
@@ -136,6 +140,8 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> None:
                                 "(imported again whenever they change)")
     following.add_argument("--unfollow", action="store_true",
                            help="with --from: stop following these files")
+    parser.add_argument("--personal", action="store_true",
+                        help="load the export file into your personal memories (scope user)")
     parser.set_defaults(all=False)  # one workspace: long_call reads --all
 
 
@@ -154,7 +160,10 @@ def cmd_import(args: argparse.Namespace) -> None:
         raise Failure("--dry-run, --prune, --follow and --unfollow go with --from; an export "
                       "file is loaded whole")
     path = args.file if ws.remote() else str(Path(args.file).expanduser().resolve())
-    [(workspace, out)] = long_call(args, "memory_import", {"path": path})
+    arguments: dict[str, object] = {"path": path}
+    if args.personal:
+        arguments["personal"] = True
+    [(workspace, out)] = long_call(args, "memory_import", arguments)
     if args.json:
         print_json(out)
         return
@@ -165,6 +174,8 @@ def cmd_import(args: argparse.Namespace) -> None:
 
 
 def _adopt(args: argparse.Namespace) -> None:
+    if args.personal:
+        raise Failure("--personal goes with an export file, not with --from")
     arguments: dict[str, object] = {"from": args.source}
     if args.file:
         arguments["path"] = _path(args.file)
