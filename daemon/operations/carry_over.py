@@ -8,7 +8,7 @@ import json
 from ..curation.dream import state_keys
 from ..store.changes import Changes
 from ..store.store import MemoryStore
-from .following import FOLLOWED
+from .following import FOLLOWED, recorded
 from .review import review_key
 
 
@@ -22,7 +22,7 @@ def carry_over(store: MemoryStore, old: list[str], new: str) -> int:
             value = store.db.meta(was)
             if value is not None and store.db.meta(now) is None and now not in meta:
                 meta[now] = value
-    followed = _followed(store)
+    followed = recorded(store)
     taken = [p for p in old if p in followed and new not in followed]
     if taken:
         followed[new] = followed[taken[0]]
@@ -32,10 +32,3 @@ def carry_over(store: MemoryStore, old: list[str], new: str) -> int:
             store.commit(Changes(meta=meta))
     return len(meta)
 
-
-def _followed(store: MemoryStore) -> dict[str, object]:
-    try:
-        found = json.loads(store.db.meta(FOLLOWED) or "{}")
-    except ValueError:
-        return {}
-    return found if isinstance(found, dict) else {}

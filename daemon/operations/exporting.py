@@ -20,6 +20,7 @@ from ..sources.digest import DigestStyle, render_digest
 from ..sources.notes import NOTE_MARK, note_name, render_note
 from ..storage.safe_files import Confined, write_file
 from ..store.changes import Edge
+from ..store.store import MemoryStore
 from .context import CallContext
 from .transfer import FORMAT, SIGNATURE, VERSION_1, CountName, EdgeRow, ExportFile, MemoryRow
 
@@ -37,7 +38,7 @@ class Exported:
 
 
 @dataclass(frozen=True)
-class _Content:
+class Content:
     """What the workspace holds, read under one read lock."""
     memories: list[Memory]
     edges: list[Edge]
@@ -50,7 +51,7 @@ def export_memories(ctx: CallContext, path: str | None, with_paths: bool,
     """Write the workspace's memories to `path` (None: a new file under .memnest/exports/).
     `with_paths`: record the workspace's absolute path; `confined`: a remote caller's
     reach."""
-    content = _read(ctx)
+    content = read_content(ctx.store, ctx.workspace)
     doc = export_document(content.memories, content.edges, content.verdicts, content.model,
                           ctx.workspace if with_paths else None)
     data = (json.dumps(doc, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
@@ -72,7 +73,7 @@ def export_notes(ctx: CallContext, confined: Confined | None = None) -> Exported
     """Write one Markdown note per memory (sources/notes.py) into a new folder under
     .memnest/exports/: its fields as frontmatter, its links as [[links]] to the other
     notes, readable in Obsidian; importing the folder (from markdown) gives them back."""
-    content = _read(ctx)
+    content = read_content(ctx.store, ctx.workspace)
     names = {m.id: note_name(m.id, m.content) for m in content.memories}
     out_of: dict[int, list[tuple[str, str]]] = defaultdict(list)
     for rel, a, b in content.edges:
@@ -103,7 +104,7 @@ def export_digest(ctx: CallContext, style: DigestStyle, only_shared: bool,
     .memnest/exports/, for an editor that reads AGENTS.md or MEMORY.md. Text flagged as
     speaking to an agent is never put where agents read instructions; `only_shared` keeps
     private memories out of a file meant for the repository."""
-    content = _read(ctx)
+    content = read_content(ctx.store, ctx.workspace)
     kept = [m for m in content.memories if (m.scope == "shared" or not only_shared)
             and not markers(m.content)]
     digest = render_digest(kept, style, f"memnest {VERSION}")
@@ -125,14 +126,14 @@ def _note_fields(m: Memory) -> dict[str, object]:
             "source": m.origin_session if m.origin_via == "import" else ""}
 
 
-def _read(ctx: CallContext) -> _Content:
-    store = ctx.store
+def read_content(store: MemoryStore, workspace: str) -> Content:
+    """The workspace's memories (by id), the links and verdicts among them."""
     with store.reading():
-        memories = sorted(store.in_scope(ctx.workspace), key=lambda m: m.id)
+        memories = sorted(store.in_scope(workspace), key=lambda m: m.id)
         ids = {m.id for m in memories}
         edges = sorted(e for e in store.graph.edges if e[1] in ids and e[2] in ids)
         verdicts = sorted(p for p in store.graph.separate if p[0] in ids and p[1] in ids)
-        return _Content(memories, edges, verdicts, store.model)
+        return Content(memories, edges, verdicts, store.model)
 
 
 def export_document(memories: list[Memory], edges: list[Edge], verdicts: list[tuple[int, int]],

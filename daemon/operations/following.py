@@ -40,7 +40,7 @@ class Followed:
 
 
 def followed(store: MemoryStore, workspace: str) -> list[Followed]:
-    entries = _recorded(store).get(workspace, [])
+    entries = recorded(store).get(workspace, [])
     return [Followed(str(e["from"]), e.get("path")) for e in entries if e.get("from")]
 
 
@@ -48,17 +48,17 @@ def set_followed(ctx: CallContext, source: Followed, on: bool, done: Adopted | N
     """Follow `source` (its files as `done` read them), or stop following it."""
     store = ctx.store
     with store.writing():
-        recorded = _recorded(store)
+        every = recorded(store)
         now = [f for f in followed(store, ctx.workspace) if f != source]
         if on:
             if len(now) >= MAX_FOLLOWED:
                 raise invalid(f"this workspace already follows {MAX_FOLLOWED} sources; stop "
                               "following one (follow: false) first")
             now.append(source)
-        recorded[ctx.workspace] = [f.view() for f in now]
-        if not recorded[ctx.workspace]:
-            del recorded[ctx.workspace]
-        store.commit(Changes(meta={FOLLOWED: json.dumps(recorded, sort_keys=True)}))
+        every[ctx.workspace] = [f.view() for f in now]
+        if not every[ctx.workspace]:
+            del every[ctx.workspace]
+        store.commit(Changes(meta={FOLLOWED: json.dumps(every, sort_keys=True)}))
     if on and done is not None:
         store.followed[_state_key(ctx.workspace, source)] = seen_files(done)
     else:
@@ -116,7 +116,8 @@ def _stat(path: str) -> tuple[str, int, int, int]:
         return (path, -1, 0, 0)
 
 
-def _recorded(store: MemoryStore) -> dict[str, list[dict[str, str | None]]]:
+def recorded(store: MemoryStore) -> dict[str, list[dict[str, str | None]]]:
+    """The followed sources of every workspace of the database, by workspace (Meta)."""
     try:
         found = json.loads(store.db.meta(FOLLOWED) or "{}")
     except ValueError:

@@ -90,6 +90,12 @@ def import_file(ctx: CallContext, path: str, confined: Confined | None = None) -
     data, shown = read_file(ctx.workspace, path, MAX_IMPORT_BYTES, confined)
     parsed = parse_export(data, shown, ctx.settings)
     del data
+    return load(ctx, parsed, shown)
+
+
+def load(ctx: CallContext, parsed: Parsed, shown: str) -> Imported:
+    """Memories, links and verdicts checked whole (`parsed`; `shown`: where they came
+    from), loaded into the workspace."""
     landing = _Landing([None] * len(parsed.items))
     import_memories(ctx, parsed.items, landing)
     settle_conflict_pairs(ctx, len(parsed.items))

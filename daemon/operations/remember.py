@@ -86,9 +86,8 @@ def remember(ctx: CallContext, entries: list[Entry], batch: bool,
     theirs = _remember(tier, [replace(entries[n], scope="private", anchors=None,
                                       auto_anchor=False) for n in personal], batch, known,
                        personal)
-    ours, others = iter(done.outcomes), iter(theirs.outcomes)
-    outcomes = [_shown_outcome(next(others)) if n in chosen else next(ours)
-                for n in range(len(entries))]
+    outcomes = tiers.in_call_order(chosen, len(entries), done.outcomes,
+                                   map(_shown_outcome, theirs.outcomes))
     restated = {mine[k]: twin for k, twin in done.restated.items()}
     restated.update({personal[k]: tiers.shown_id(t) for k, t in theirs.restated.items()})
     done.left_out.notes.update(theirs.left_out.notes)

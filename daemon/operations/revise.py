@@ -102,9 +102,8 @@ def revise(ctx: CallContext, changes: list[Change], batch: bool) -> Revised:
         Revised([], [], {}, LeftOut())
     theirs = _revise(tier, [replace(changes[n], id=tiers.own_id(changes[n].id))
                             for n in personal], batch, personal, tiers.shown_id)
-    ours, others = iter(done.results), iter(theirs.results)
-    results = [_shown_result(next(others)) if n in chosen else next(ours)
-               for n in range(len(changes))]
+    results = tiers.in_call_order(chosen, len(changes), done.results,
+                                  map(_shown_result, theirs.results))
     done.left_out.notes.update(theirs.left_out.notes)
     return Revised(results, done.updated + [tiers.as_shown(m) for m in theirs.updated],
                    done.sharing, done.left_out)

@@ -56,12 +56,11 @@ def stats(ctx: CallContext) -> Stats:
 def personal_count(ctx: CallContext) -> int | None:
     """How many memories the personal tier holds (0 before the first); None when this
     caller may not reach it."""
-    if ctx.personal() is None:
+    tier = ctx.personal()
+    if tier is None:
         return None
     if not tiers.has_personal(ctx):
         return 0
-    tier = ctx.personal()
-    assert tier is not None
     with tier.store.reading():
         return tier.store.per_workspace.get(tier.workspace, 0)
 

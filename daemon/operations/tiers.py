@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from typing import TypeVar
 
 from ..core.errors import ToolError
 from ..core.records import Memory
@@ -39,6 +40,17 @@ def split_ids(ids: Iterable[int]) -> tuple[list[int], list[int]]:
     for i in ids:
         (personal if is_personal(i) else mine).append(i)
     return mine, [own_id(i) for i in personal]
+
+
+T = TypeVar("T")
+
+
+def in_call_order(chosen: set[int], count: int, ours: Iterable[T], theirs: Iterable[T]
+                  ) -> list[T]:
+    """The results of a call split between the workspace (`ours`) and the personal tier
+    (`theirs`, for the items at the places in `chosen`), back in the call's order."""
+    mine, others = iter(ours), iter(theirs)
+    return [next(others) if n in chosen else next(mine) for n in range(count)]
 
 
 def as_shown(m: Memory) -> Memory:
@@ -73,7 +85,7 @@ def recalls_personal(ctx: CallContext) -> CallContext | None:
     if not ctx.settings.user_recall or not has_personal(ctx):
         return None  # never stored a personal memory: nothing is opened or made
     personal = ctx.personal()
-    if personal is None or personal is ctx or personal.workspace == ctx.workspace:
+    if personal is None or personal is ctx:
         return None
     if not personal.store.per_workspace.get(personal.workspace, 0):
         return None

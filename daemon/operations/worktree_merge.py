@@ -18,7 +18,8 @@ from ..curation.ingest import Item
 from ..store.changes import Changes
 from ..store.store import MemoryStore
 from .context import CallContext
-from .importing import _Landing, import_links, import_memories, settle_conflict_pairs
+from .exporting import read_content
+from .importing import load
 from .transfer import Parsed
 
 log = logging.getLogger(__name__)
@@ -50,22 +51,15 @@ def merge_worktree(ctx: CallContext, source: MemoryStore, worktree: str) -> Merg
     with _merging:
         if source.db.meta(MERGED_INTO):
             return None
-        with source.reading():
-            memories = sorted(source.in_scope(worktree), key=lambda m: m.id)
-            ids = {m.id for m in memories}
-            edges = sorted(e for e in source.graph.edges if e[1] in ids and e[2] in ids)
-            verdicts = sorted(p for p in source.graph.separate if p[0] in ids and p[1] in ids)
+        found = read_content(source, worktree)
+        memories = found.memories
         place = {m.id: n for n, m in enumerate(memories)}
         parsed = Parsed([_item(m, worktree) for m in memories], [f"m{m.id}" for m in memories],
-                        [(rel, place[a], place[b]) for rel, a, b in edges],
-                        [(place[a], place[b]) for a, b in verdicts], source.model)
-        landing = _Landing([None] * len(parsed.items))
-        import_memories(ctx, parsed.items, landing)
-        settle_conflict_pairs(ctx, len(parsed.items))
-        targets = [t for t in landing.target if t is not None]
-        links, _ = import_links(ctx, parsed, targets)
-        report = MergeReport(worktree, source.db_path, len(memories), landing.tally.stored,
-                             landing.tally.duplicate, landing.tally.merged, links.new,
+                        [(rel, place[a], place[b]) for rel, a, b in found.edges],
+                        [(place[a], place[b]) for a, b in found.verdicts], found.model)
+        done = load(ctx, parsed, source.db_path)
+        report = MergeReport(worktree, source.db_path, len(memories), done.memories.stored,
+                             done.memories.duplicate, done.memories.merged, done.edges.new,
                              utcnow().isoformat() + "Z")
         _record(ctx.store, report)
         with source.writing():
