@@ -281,7 +281,10 @@ def ranking_store(memories, vectors=None):
     from memnest_daemon.search.indexes import KeywordIndex, VectorIndex
     from memnest_daemon.search.memory_columns import MemoryColumns
     from memnest_daemon.search.timeline import Timeline
-    store = SimpleNamespace(catalog={m.id: m for m in memories},
+    class Store(SimpleNamespace):  # beside.py keeps views by weak reference to the store
+        __hash__ = object.__hash__
+
+    store = Store(catalog={m.id: m for m in memories},
                             vectors=VectorIndex(RANKING_DIM), keywords=KeywordIndex(),
                             timeline=Timeline.of(memories), columns=MemoryColumns.of(memories),
                             per_workspace=Counter(m.workspace for m in memories),

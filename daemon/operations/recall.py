@@ -3,7 +3,8 @@ checks, conflicts, annotations) as one `Page`, and memories read by id. Each rea
 read lock and re-anchors code that only moved after it. Listing without ranking: listing.py."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -14,8 +15,16 @@ from ..core.records import Memory, normalise_tags
 from ..curation.conflicts import conflicts, with_resolutions
 from ..curation.freshness import Freshness
 from ..curation.screening import flag
+from ..search.beside import beside as beside_view
 from ..search.graph_signal import boost
-from ..search.ranking import Ranked, SearchFilter, demote_superseded, may_answer, rank
+from ..search.ranking import (
+    Ranked,
+    RankingStore,
+    SearchFilter,
+    demote_superseded,
+    may_answer,
+    rank,
+)
 from ..store.neighbours import ConflictFlag
 from ..store.store import MemoryStore
 from . import tiers
@@ -125,36 +134,49 @@ def search(ctx: CallContext, query: Query, reach: Reach | None = None) -> Page:
                    category=query.category, tags=normalise_tags(query.tags),
                    min_importance=query.min_importance, via=query.via, client=query.client))
     query_vector = ctx.embedder.embed_one(text)  # outside the lock
-    others, not_searched = _other_tiers(ctx, query)
+    personal = _may_answer(tiers.recalls_personal(ctx), ask.flt, query_vector)
+    others, not_searched = _other_workspaces(ctx, query)
     store = ctx.store
-    with store.reading():
+    with _reading(ctx, personal):
         narrowed = query.everywhere and reach is not None and reach.hides_any(
             w for w, n in store.per_workspace.items() if n > 0)
         if narrowed:  # a remote caller sees only the workspaces it may use
             ask.flt.workspace = ctx.workspace
         if not others:
-            page, code = _ranked_page(ctx, ask, text, query_vector)
+            page, codes = _ranked_page(ctx, personal, ask, text, query_vector)
     if not others:
-        follow_moved_code(store, code)
+        _follow_moved_code(ctx, personal, codes)
         return Page(page.hits, query.offset, page.has_more, query.everywhere and not narrowed,
                     narrowed, page.census, [], not_searched)
-    hits, has_more, census = _tiered_page(ctx, ask, text, query_vector, others)
+    hits, has_more, census = _tiered_page(ctx, personal, ask, text, query_vector, others)
     return Page(hits, query.offset, has_more, query.everywhere and not narrowed, narrowed,
-                census, [o.workspace for s, o in others if s == "other"], not_searched)
+                census, [o.workspace for o in others], not_searched)
+
+
+# The personal tier is ranked for a query only when one of its memories comes this close
+# (raw cosine): below it, none would reach a page (bench/RESULTS.md#personal-tier).
+PERSONAL_FLOOR = 0.2
+
+
+def _may_answer(personal: CallContext | None, flt: SearchFilter, query_vector: np.ndarray
+                ) -> CallContext | None:
+    """The personal tier, if it may answer the query (PERSONAL_FLOOR)."""
+    if personal is None:
+        return None
+    with personal.store.reading():
+        near = may_answer(personal.store, query_vector,
+                          replace(flt, workspace=personal.workspace), PERSONAL_FLOOR)
+    return personal if near else None
 
 
 MAX_OTHER_WORKSPACES = 8  # other workspaces one search opens, most recently used first
 
 
-def _other_tiers(ctx: CallContext, query: Query
-                 ) -> tuple[list[tuple[Source, CallContext]], dict[str, str]]:
-    """The tiers a search reads beside the workspace: the personal tier (unless off or
-    empty) and the other workspaces the query names, each with a context of its own; the
-    named ones that could not be searched, with why."""
-    out: list[tuple[Source, CallContext]] = []
-    personal = tiers.recalls_personal(ctx)
-    if personal is not None:
-        out.append(("user", personal))
+def _other_workspaces(ctx: CallContext, query: Query
+                      ) -> tuple[list[CallContext], dict[str, str]]:
+    """The other workspaces the query names, each with a context of its own; the named ones
+    that could not be searched, with why."""
+    out: list[CallContext] = []
     every = query.workspaces == ["*"]
     named = ctx.known_workspaces() if every else query.workspaces
     skipped: dict[str, str] = {}
@@ -176,54 +198,70 @@ def _other_tiers(ctx: CallContext, query: Query
             continue
         if other.workspace not in seen:
             seen.add(other.workspace)
-            out.append(("other", other))
+            out.append(other)
     return out, skipped
 
 
-def _tiered_page(ctx: CallContext, ask: _Ask, text: str, query_vector: np.ndarray,
-                 others: list[tuple[Source, CallContext]]
+@contextmanager
+def _reading(ctx: CallContext, personal: CallContext | None) -> Iterator[None]:
+    """The read locks of the workspace and of the personal tier beside it (in that order:
+    nothing holds the personal tier's lock while it waits for a workspace's)."""
+    with ctx.store.reading():
+        if personal is None:
+            yield
+        else:
+            with personal.store.reading():
+                yield
+
+
+def _follow_moved_code(ctx: CallContext, personal: CallContext | None,
+                       codes: tuple[Checks, Checks]) -> None:
+    follow_moved_code(ctx.store, codes[0])
+    if personal is not None:
+        follow_moved_code(personal.store, codes[1])
+
+
+def _tiered_page(ctx: CallContext, personal: CallContext | None, ask: _Ask, text: str,
+                 query_vector: np.ndarray, others: list[CallContext]
                  ) -> tuple[list[Hit], bool, dict[str, Any] | None]:
-    """One page over several tiers: each ranks its own database (the other tiers from a
-    smaller pool: only their best can reach the page), the page takes the best of all by
-    score, and only its memories are read for conflicts and notes."""
+    """One page over the workspace (with the personal tier beside it) and other workspaces
+    named: each ranks its own database (the others from a smaller pool: only their best can
+    reach the page), the page takes the best of all by score, and only its memories are read
+    for conflicts and notes."""
     want = ask.query.offset + ask.top_k
-    found: list[tuple[Ranked, int]] = []  # each ranked memory and the tier it is from
-    tiers_in = [("here", ctx), *others]
-    checks: list[Checks] = []
+    found: list[tuple[Ranked, int]] = []  # each ranked memory and the pass it is from
+    passes: list[tuple[CallContext, CallContext | None]] = [
+        (ctx, personal), *((other, None) for other in others)]
+    checks: list[tuple[Checks, Checks]] = []
     has_more, census = False, None
-    for n, (source, tier) in enumerate(tiers_in):
+    for n, (tier, beside) in enumerate(passes):
         wide = _Ask(replace(ask.query, offset=0, top_k=want), want, ask.mode, ask.graph_weight,
-                    replace(ask.flt, workspace=tier.workspace) if source != "here"
-                    else ask.flt)
-        pool = None if source == "here" else max(OTHER_TIER_POOL, 2 * want)
-        with tier.store.reading():
-            if source == "user" and not may_answer(tier.store, query_vector, wide.flt,
-                                                   PERSONAL_FLOOR):
-                checks.append({})
-                continue  # nothing of the person's is near the question
-            ranked, code, counted = _ranked(tier, wide, text, query_vector, pool)
-        follow_moved_code(tier.store, code)
-        checks.append(code)
-        census = counted if source == "here" else census
+                    replace(ask.flt, workspace=tier.workspace) if n else ask.flt)
+        pool = max(OTHER_TIER_POOL, 2 * want) if n else None
+        with _reading(tier, beside):
+            ranked, codes, counted = _ranked(tier, beside, wide, text, query_vector, pool)
+        _follow_moved_code(tier, beside, codes)
+        checks.append(codes)
+        census = census if n else counted
         has_more = has_more or len(ranked) > want
         found += [(r, n) for r in ranked[:want]]
-    found.sort(key=lambda f: -f[0].score)
+    found.sort(key=lambda f: -f[0].score)  # stable: the workspace's first among equals
     page = found[ask.query.offset:want]
     hits: dict[int, Hit] = {}  # by place on the page
-    for n, (source, tier) in enumerate(tiers_in):
+    for n, (tier, beside) in enumerate(passes):
         mine = [(place, r) for place, (r, t) in enumerate(page) if t == n]
-        if not mine:
-            continue
-        with tier.store.reading():
-            built = _hits(tier, [r for _, r in mine], checks[n], ask.query.explain)
-        hits.update((place, _from_tier(h, source)) for (place, _), h in zip(mine, built))
+        if mine:
+            with _reading(tier, beside):
+                built = _pass_hits(tier, beside, [r for _, r in mine], checks[n],
+                                   ask.query.explain)
+            hits.update((place, h if n == 0 or h.source == "user" else replace(h, source="other"))
+                        for (place, _), h in zip(mine, built))
     return [hits[place] for place in range(len(page))], has_more or len(found) > want, census
 
 
-OTHER_TIER_POOL = 20  # candidates per channel of a tier beside the workspace
-# The personal tier is ranked for a query only when one of its memories comes this close
-# (raw cosine): below it, none would reach a page (bench/RESULTS.md#personal-tier).
-PERSONAL_FLOOR = 0.2
+# candidates per channel of a tier beside the workspace: the personal tier, another
+# workspace searched on request (only their best can reach a page)
+OTHER_TIER_POOL = 20
 
 
 def _from_tier(hit: Hit, source: Source) -> Hit:
@@ -249,31 +287,66 @@ class _Ranking:
     census: dict[str, Any] | None
 
 
-def _ranked_page(ctx: CallContext, ask: _Ask, text: str, query_vector: np.ndarray
-                 ) -> tuple[_Ranking, Checks]:
-    """The page of `ask` with its conflicts and notes (_ranked, then _hits). Read lock
+def _ranked_page(ctx: CallContext, beside: CallContext | None, ask: _Ask, text: str,
+                 query_vector: np.ndarray) -> tuple[_Ranking, tuple[Checks, Checks]]:
+    """The page of `ask` with its conflicts and notes (_ranked, then _pass_hits). Read locks
     held."""
     offset = ask.query.offset
-    ranked, code, census = _ranked(ctx, ask, text, query_vector)
-    page = _hits(ctx, ranked[offset:offset + ask.top_k], code, ask.query.explain)
-    return _Ranking(page, offset + ask.top_k < len(ranked), census), code
+    ranked, codes, census = _ranked(ctx, beside, ask, text, query_vector)
+    page = _pass_hits(ctx, beside, ranked[offset:offset + ask.top_k], codes, ask.query.explain)
+    return _Ranking(page, offset + ask.top_k < len(ranked), census), codes
 
 
-def _ranked(ctx: CallContext, ask: _Ask, text: str, query_vector: np.ndarray,
-            pool: int | None = None) -> tuple[list[Ranked], Checks, dict[str, Any] | None]:
-    """Rank, boost by the graph, demote what was superseded, then what cites changed code
-    (checked for the first offset+top_k); the census when explain asks. `pool`: candidates
-    per channel (default MEMORY_SEARCH_CANDIDATES). Read lock held."""
+def _ranked(ctx: CallContext, beside: CallContext | None, ask: _Ask, text: str,
+            query_vector: np.ndarray, pool: int | None = None
+            ) -> tuple[list[Ranked], tuple[Checks, Checks], dict[str, Any] | None]:
+    """Rank `ctx`'s memories, and those of the personal tier `beside` it in the same pass
+    (search/beside.py); then, in each tier, boost by the graph, demote what was superseded,
+    then what cites changed code (checked for the first offset+top_k); the census when
+    explain asks. `pool`: candidates per channel (default MEMORY_SEARCH_CANDIDATES). Read
+    locks held."""
     store, settings, shown = ctx.store, ctx.settings, ask.query.offset + ask.top_k
     census: dict[str, Any] | None = {} if ask.query.explain else None  # counted when asked
     pool = max(pool or settings.search_candidates, shown)
-    ranked = rank(store, text, query_vector, ask.flt, pool=pool, mode=ask.mode,
+    flt = ask.flt
+    view: RankingStore = store
+    if beside is not None:
+        flt = replace(ask.flt, also=beside.workspace)
+        view = beside_view(store, beside.store, beside.workspace,
+                           min(pool, max(OTHER_TIER_POOL, 2 * shown)))
+    ranked = rank(view, text, query_vector, flt, pool=pool, mode=ask.mode,
                   rrf_k=settings.rrf_k, census=census)
+    theirs: list[Ranked] = []
+    if beside is not None:
+        theirs = [r for r in ranked if r.memory.workspace == beside.workspace]
+        ranked = [r for r in ranked if r.memory.workspace != beside.workspace]
     ranked = demote_superseded(store.graph, boost(ranked, store.signal, ask.graph_weight))
     if census is not None:
-        census = explain_meta(store, census, ranked, ask.flt, ask.mode, ask.graph_weight)
+        census = explain_meta(store, census, ranked, flt, ask.mode, ask.graph_weight)
     ranked, code = rank_by_code(ranked, shown, ctx.workspace, ctx.checkout)
-    return ranked, code, census
+    if beside is None or not theirs:
+        return ranked, (code, {}), census
+    theirs = demote_superseded(beside.store.graph,
+                               boost(theirs, beside.store.signal, ask.graph_weight))
+    theirs, their_code = rank_by_code(theirs, shown, beside.workspace, beside.checkout)
+    both = ranked + theirs
+    both.sort(key=lambda r: -r.score)  # stable: the workspace's first among equals
+    return both, (code, their_code), census
+
+
+def _pass_hits(ctx: CallContext, beside: CallContext | None, page: list[Ranked],
+               codes: tuple[Checks, Checks], explain: bool) -> list[Hit]:
+    """The hits of a page ranked in one pass over `ctx` and the personal tier `beside` it,
+    in its order; a personal memory shown as callers see it. Read locks held."""
+    theirs = set() if beside is None else \
+        {n for n, r in enumerate(page) if r.memory.workspace == beside.workspace}
+    if beside is None or not theirs:
+        return _hits(ctx, page, codes[0], explain)
+    mine = _hits(ctx, [r for n, r in enumerate(page) if n not in theirs], codes[0], explain)
+    personal = [_from_tier(h, "user") for h in
+                _hits(beside, [r for n, r in enumerate(page) if n in theirs], codes[1],
+                      explain)]
+    return tiers.in_call_order(theirs, len(page), mine, personal)
 
 
 def _hits(ctx: CallContext, page: list[Ranked], code: Checks, explain: bool) -> list[Hit]:

@@ -287,12 +287,19 @@ class Scores:
     def cosines(self, ids: np.ndarray) -> np.ndarray:
         """The similarity of each of `ids` (float64; 0.0 for an id without a vector)."""
         rows = self._index._rows_for(ids)
-        if self._all is not None:
+        if self._all is not None and len(self._all):
             return np.where(rows >= 0, self._all[rows], 0.0).astype(np.float64)
         out = np.zeros(len(ids), dtype=np.float64)
         have = rows >= 0
         out[have] = self._index._matrix[rows[have]] @ self._query
         return out
+
+
+def bm25_idf(documents: int, frequency: int) -> float:
+    """BM25's inverse document frequency of a term `frequency` of `documents` hold."""
+    if frequency == 0:
+        return 0.0
+    return math.log(1.0 + (documents - frequency + 0.5) / (frequency + 0.5))
 
 
 def keyword_text(m: Memory) -> str:
@@ -378,11 +385,11 @@ class KeywordIndex:
 
     def idf(self, term: str) -> float:
         """BM25's inverse document frequency of an index term; 0 for a term no memory has."""
-        df = self._terms.frequency(term)
-        if df == 0:
-            return 0.0
-        n = len(self._ids)
-        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        return bm25_idf(len(self._ids), self._terms.frequency(term))
+
+    def frequency(self, term: str) -> int:
+        """How many memories hold the index term."""
+        return self._terms.frequency(term)
 
     def terms_of(self, memory_id: int) -> tuple[str, ...]:
         """The distinct index terms of a memory."""

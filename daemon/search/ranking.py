@@ -23,6 +23,7 @@ bench/locomo.py measures them; bench/RESULTS.md#retrieval-quality.
 """
 import math
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
@@ -34,10 +35,8 @@ import numpy.typing as npt
 
 from ..core.growable import grown
 from ..core.records import Memory, utcnow
-from .indexes import KeywordIndex, Scores, VectorIndex
-from .memory_columns import MemoryColumns
 from .query_analysis import QueryAnalysis, analyse
-from .timeline import Timeline, all_microseconds
+from .timeline import all_microseconds
 from .tuning import DEFAULT_TUNING, ContextTuning
 
 DEFAULT_FUSION = "context"
@@ -62,6 +61,8 @@ SUPERSEDED_FACTOR = 0.5   # a memory another one supersedes ranks at this share 
 @dataclass
 class SearchFilter:
     workspace: str | None  # None: every workspace in the database
+    # a second workspace admitted: the personal tier ranked beside the workspace (beside.py)
+    also: str | None = None
     category: str | None = None
     tags: list[str] = field(default_factory=list)  # any of these
     min_importance: int = 1
@@ -69,7 +70,8 @@ class SearchFilter:
     client: str | None = None  # provenance: by which client
 
     def admits(self, m: Memory) -> bool:
-        return ((self.workspace is None or m.workspace == self.workspace)
+        return ((self.workspace is None or m.workspace == self.workspace
+                 or m.workspace == self.also)
                 and (self.category is None or m.category == self.category)
                 and (not self.tags or any(t in m.tags for t in self.tags))
                 and m.importance >= self.min_importance
@@ -80,31 +82,73 @@ class SearchFilter:
 
 # A filter's scope by its key, kept per store version (scope_ids).
 ScopeAnswers = dict[tuple[object, ...], frozenset[int] | None]
+Hits = list[tuple[int, float]]  # (memory id, a channel's score), best first
 # What a candidate's score is made of, by part ("vector", "keyword", "recency", ...).
 ScoreParts = dict[str, float]
 # The census of one search, for explain (search_census): counts, nested by channel.
 Census = dict[str, Any]
 
 
+class CosineScores(Protocol):
+    """One query's cosines (indexes.Scores)."""
+    def best(self, allowed: AbstractSet[int] | None, k: int) -> Hits: ...
+    def centred(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]: ...
+    def cosines(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]: ...
+
+
+class VectorChannel(Protocol):
+    """What ranking reads of the vector index (indexes.VectorIndex)."""
+    def scores(self, query: npt.NDArray[np.float32]) -> CosineScores: ...
+    def search(self, query: npt.NDArray[np.float32], allowed: AbstractSet[int] | None,
+               k: int) -> Hits: ...
+    def ids(self) -> set[int]: ...
+    def bounded(self, min_score: float = -1.0) -> bool: ...
+
+
+class KeywordChannel(Protocol):
+    """What ranking reads of the keyword index (indexes.KeywordIndex)."""
+    def search(self, text: str, k: int, workspace: str | None = None,
+               categories: list[str] | None = None, tags: list[str] | None = None) -> Hits: ...
+    def analyse(self, text: str) -> list[str]: ...
+    def idf(self, term: str) -> float: ...
+    def term_bits(self, terms: list[str], ids: npt.NDArray[np.int64]
+                  ) -> npt.NDArray[np.uint64]: ...
+
+
+class Neighbours(Protocol):
+    """timeline.Timeline's neighbours."""
+    def neighbours(self, reach: int, window_us: int) -> npt.NDArray[np.int64]: ...
+
+
+class Columns(Protocol):
+    """memory_columns.MemoryColumns' arrays, indexed by memory id."""
+    importance: npt.NDArray[np.int8]
+    updated_us: npt.NDArray[np.int64]
+    words: npt.NDArray[np.int32]
+    asks: npt.NDArray[np.bool_]
+    tagged: npt.NDArray[np.bool_]
+
+
 class RankingStore(Protocol):
-    """What ranking reads from the store (store.MemoryStore): the catalog, both indexes, the
-    timeline and columns, and the scopes it keeps per store version."""
-    scopes: tuple[int, ScopeAnswers]
+    """What ranking reads from the store (store.MemoryStore, or beside.Beside: a workspace
+    with the personal tier beside it): the catalog, both indexes, the timeline and columns,
+    and the scopes it keeps per store version."""
+    scopes: tuple[object, ScopeAnswers]
 
     @property
     def catalog(self) -> Mapping[int, Memory]: ...
     @property
-    def version(self) -> int: ...
+    def version(self) -> object: ...  # changes with every write
     @property
     def per_workspace(self) -> Mapping[str, int]: ...
     @property
-    def vectors(self) -> VectorIndex: ...
+    def vectors(self) -> VectorChannel: ...
     @property
-    def keywords(self) -> KeywordIndex: ...
+    def keywords(self) -> KeywordChannel: ...
     @property
-    def timeline(self) -> Timeline: ...
+    def timeline(self) -> Neighbours: ...
     @property
-    def columns(self) -> MemoryColumns: ...
+    def columns(self) -> Columns: ...
 
 
 class Supersession(Protocol):
@@ -263,12 +307,14 @@ def scope_ids(store: RankingStore, flt: SearchFilter) -> frozenset[int] | None:
     if not (flt.category or flt.tags or flt.min_importance > 1 or flt.via or flt.client):
         if flt.workspace is None:
             return None
-        if store.per_workspace.get(flt.workspace, 0) == len(catalog):
-            return None  # the common case: one workspace per database
+        held = store.per_workspace.get(flt.workspace, 0) + \
+            (store.per_workspace.get(flt.also, 0) if flt.also else 0)
+        if held == len(catalog):
+            return None  # the common case: one workspace per database (and the personal tier)
     # Otherwise every memory is tested: keep the answer until a write
     # (bench/RESULTS.md#search-profiles).
-    key = (flt.workspace, flt.category, tuple(flt.tags), flt.min_importance, flt.via,
-           flt.client)
+    key = (flt.workspace, flt.also, flt.category, tuple(flt.tags), flt.min_importance,
+           flt.via, flt.client)
     version, known = store.scopes
     if version != store.version:
         known = {}
@@ -276,7 +322,7 @@ def scope_ids(store: RankingStore, flt: SearchFilter) -> frozenset[int] | None:
     if key not in known:
         if len(known) >= SCOPES_KEPT:
             known.clear()
-        scope = [m.id for m in catalog.values() if flt.admits(m)]
+        scope = [i for i, m in catalog.items() if flt.admits(m)]  # the store's ids
         known[key] = None if len(scope) == len(catalog) else frozenset(scope)
     return known[key]
 
@@ -301,7 +347,7 @@ class _Evidence:
     the share of the query's terms (IDF-weighted) found in it and its neighbours, and whether
     the query names one of its tags. Arrays in, arrays out: a thousand memories per query."""
 
-    def __init__(self, store: RankingStore, q: QueryAnalysis, scores: Scores,
+    def __init__(self, store: RankingStore, q: QueryAnalysis, scores: CosineScores,
                  keyword: dict[int, float],
                  tuning: ContextTuning = DEFAULT_TUNING):
         """`scores`: the query's indexes.Scores; `keyword`: normalised BM25 by id."""
@@ -427,24 +473,26 @@ def rank_context(store: RankingStore, q: QueryAnalysis, query_vector: npt.NDArra
     keyword_hits = [(i, s) for i, s in found if allowed is None or i in allowed]
     best = max((s for _, s in keyword_hits), default=0.0)
     keyword = {i: s / best for i, s in keyword_hits} if best > 0 else {}
+    # Candidates by the store's ids (a memory's own id differs in a Beside view).
     found_ids = [i for i in dict.fromkeys([i for i, _ in vector_hits] +
                                           [i for i, _ in keyword_hits]) if i in catalog]
-    # no scope: the filter admits every memory, and need not be asked about each
-    candidates = [catalog[i] for i in found_ids] if allowed is None else \
-        [catalog[i] for i in found_ids if flt.admits(catalog[i])]
+    if allowed is not None:  # no scope: the filter admits every memory
+        found_ids = [i for i in found_ids if flt.admits(catalog[i])]
+    candidates = [catalog[i] for i in found_ids]
     evidence = _Evidence(store, q, scores, keyword, tuning)
 
     # A memory next to a strong match may match nothing itself: it is a candidate too.
-    ids = np.array([m.id for m in candidates], dtype=np.int64)
+    ids = np.array(found_ids, dtype=np.int64)
     own, _ = evidence.base(ids)
     strongest = ids[np.lexsort((-ids, -own))[:EXPAND_FROM]]
-    seen_ids = set(ids.tolist())
+    seen_ids = set(found_ids)
     matched = len(candidates)
     for other_id in evidence.window(strongest).ravel().tolist():
         other = catalog.get(other_id) if other_id else None
         if other is not None and other_id not in seen_ids and \
                 (allowed is None or flt.admits(other)):
             seen_ids.add(other_id)
+            found_ids.append(other_id)
             candidates.append(other)
     if census is not None:
         census.update(search_census(store, flt, allowed, pool, vector_hits, found,
@@ -452,7 +500,7 @@ def rank_context(store: RankingStore, q: QueryAnalysis, query_vector: npt.NDArra
                                     len(candidates) - matched))
 
     # Each candidate's evidence, plus a share of its best neighbour's.
-    ids = np.array([m.id for m in candidates], dtype=np.int64)
+    ids = np.array(found_ids, dtype=np.int64)
     window = evidence.window(ids)
     n = len(ids)
     both, parts = evidence.base(np.concatenate([ids, window.ravel()]))

@@ -67,6 +67,11 @@ class Timeline:
                 self._workspace[memory_id] = NO_WORKSPACE
                 self._changed = True
 
+    @property
+    def size(self) -> int:
+        """The length of the arrays indexed by id: past every id put here."""
+        return len(self._workspace)
+
     def neighbours(self, reach: int, window_us: int) -> np.ndarray:
         """An array indexed by memory id: for each memory, the ids of the memories of its
         workspace stored just before it (distance 1..reach) then just after it (1..reach),

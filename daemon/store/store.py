@@ -80,7 +80,7 @@ class MemoryStore:
 
     def _load(self) -> None:
         self.neighbours = NeighbourCache()  # conflict flags' nearest memories (neighbours.py)
-        self.scopes: tuple[int, ScopeAnswers] = (-1, {})  # at a store version
+        self.scopes: tuple[object, ScopeAnswers] = (-1, {})  # at a store version
         snapshot = None if self.db.ephemeral else \
             vector_snapshot.load(self.db_path, self.model, self.vectors.dim)
         memories, embedded_ids, matrix, read, unembedded = self.db.load_all(snapshot)
