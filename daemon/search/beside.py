@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any, Protocol
 
@@ -71,6 +71,9 @@ class _Split:
         self.there_ids = ids[self.there] - offset
 
 
+_PerId = Callable[[npt.NDArray[np.int64]], npt.NDArray[np.float64]]  # a value per id
+
+
 class _Scores:
     """One query's cosines over both tiers (indexes.Scores of each)."""
 
@@ -93,7 +96,7 @@ class _Scores:
     def cosines(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         return self._each(ids, self._here.cosines, self._there.cosines)
 
-    def _each(self, ids: npt.NDArray[np.int64], here: Any, there: Any
+    def _each(self, ids: npt.NDArray[np.int64], here: _PerId, there: _PerId
               ) -> npt.NDArray[np.float64]:
         if ids.max(initial=0) < self._offset:
             return here(ids)
