@@ -254,7 +254,7 @@ def _tiered_page(ctx: CallContext, personal: CallContext | None, ask: _Ask, text
             with _reading(tier, beside):
                 built = _pass_hits(tier, beside, [r for _, r in mine], checks[n],
                                    ask.query.explain)
-            hits.update((place, h if n == 0 or h.source == "user" else replace(h, source="other"))
+            hits.update((place, _from_tier(h, "other") if n else h)
                         for (place, _), h in zip(mine, built))
     return [hits[place] for place in range(len(page))], has_more or len(found) > want, census
 
@@ -320,18 +320,24 @@ def _ranked(ctx: CallContext, beside: CallContext | None, ask: _Ask, text: str,
     if beside is not None:
         theirs = [r for r in ranked if r.memory.workspace == beside.workspace]
         ranked = [r for r in ranked if r.memory.workspace != beside.workspace]
-    ranked = demote_superseded(store.graph, boost(ranked, store.signal, ask.graph_weight))
+    ranked, code = _settled(ctx, ranked, shown, ask.graph_weight)
     if census is not None:
         census = explain_meta(store, census, ranked, flt, ask.mode, ask.graph_weight)
-    ranked, code = rank_by_code(ranked, shown, ctx.workspace, ctx.checkout)
     if beside is None or not theirs:
         return ranked, (code, {}), census
-    theirs = demote_superseded(beside.store.graph,
-                               boost(theirs, beside.store.signal, ask.graph_weight))
-    theirs, their_code = rank_by_code(theirs, shown, beside.workspace, beside.checkout)
+    theirs, their_code = _settled(beside, theirs, shown, ask.graph_weight)
     both = ranked + theirs
     both.sort(key=lambda r: -r.score)  # stable: the workspace's first among equals
     return both, (code, their_code), census
+
+
+def _settled(ctx: CallContext, ranked: list[Ranked], shown: int, graph_weight: float
+             ) -> tuple[list[Ranked], Checks]:
+    """A tier's ranked memories boosted by its graph, what was superseded demoted, then what
+    cites changed code (checked for the first `shown`). Read lock held."""
+    store = ctx.store
+    ranked = demote_superseded(store.graph, boost(ranked, store.signal, graph_weight))
+    return rank_by_code(ranked, shown, ctx.workspace, ctx.checkout)
 
 
 def _pass_hits(ctx: CallContext, beside: CallContext | None, page: list[Ranked],

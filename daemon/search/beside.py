@@ -13,6 +13,7 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
+from functools import partial
 from typing import Any, Protocol
 
 import numpy as np
@@ -21,10 +22,8 @@ import numpy.typing as npt
 from ..core.records import Memory
 from .indexes import KeywordIndex, Scores, VectorIndex, bm25_idf
 from .memory_columns import MemoryColumns
-from .ranking import ScopeAnswers
+from .ranking import Hits, ScopeAnswers
 from .timeline import Timeline
-
-Hits = list[tuple[int, float]]
 
 
 class TierStore(Protocol):
@@ -61,17 +60,19 @@ def _catalog(here: Mapping[int, Memory], there: Mapping[int, Memory], offset: in
     return joined
 
 
-class _Split:
-    """Ids of the view split by tier: masks of each tier's places, and each tier's own ids."""
-
-    def __init__(self, ids: npt.NDArray[np.int64], offset: int):
-        self.there = ids >= offset
-        self.here = ~self.there
-        self.here_ids = ids[self.here]
-        self.there_ids = ids[self.there] - offset
+_PerId = Callable[[npt.NDArray[np.int64]], npt.NDArray[Any]]  # a value per id
 
 
-_PerId = Callable[[npt.NDArray[np.int64]], npt.NDArray[np.float64]]  # a value per id
+def _per_tier(ids: npt.NDArray[np.int64], offset: int, here: _PerId, there: _PerId,
+              dtype: type[np.generic]) -> npt.NDArray[Any]:
+    """A value per id of the view: each tier's `here` or `there` asked about its own ids."""
+    if ids.max(initial=0) < offset:
+        return here(ids)
+    theirs = ids >= offset
+    out = np.zeros(len(ids), dtype=dtype)
+    out[~theirs] = here(ids[~theirs])
+    out[theirs] = there(ids[theirs] - offset)
+    return out
 
 
 class _Scores:
@@ -98,14 +99,7 @@ class _Scores:
 
     def _each(self, ids: npt.NDArray[np.int64], here: _PerId, there: _PerId
               ) -> npt.NDArray[np.float64]:
-        if ids.max(initial=0) < self._offset:
-            return here(ids)
-        split = _Split(ids, self._offset)
-        out = np.zeros(len(ids), dtype=np.float64)
-        out[split.here] = here(split.here_ids)
-        if split.there_ids.size:
-            out[split.there] = there(split.there_ids)
-        return out
+        return _per_tier(ids, self._offset, here, there, np.float64)
 
 
 class _Vectors:
@@ -151,14 +145,8 @@ class _Keywords:
         return bm25_idf(len(here) + len(there), here.frequency(term) + there.frequency(term))
 
     def term_bits(self, terms: list[str], ids: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
-        if ids.max(initial=0) < self._offset:
-            return self._here.term_bits(terms, ids)
-        split = _Split(ids, self._offset)
-        out = np.zeros(len(ids), dtype=np.uint64)
-        out[split.here] = self._here.term_bits(terms, split.here_ids)
-        if split.there_ids.size:
-            out[split.there] = self._there.term_bits(terms, split.there_ids)
-        return out
+        return _per_tier(ids, self._offset, partial(self._here.term_bits, terms),
+                         partial(self._there.term_bits, terms), np.uint64)
 
 
 class _Columns:
