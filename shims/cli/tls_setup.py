@@ -17,10 +17,11 @@ import ipaddress
 import json
 import os
 import re
-import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from ..own_paths import PRIVATE, NotOurs, own_folder
 
 if TYPE_CHECKING:  # cryptography is imported by the commands that use it, not at start
     from cryptography import x509
@@ -47,20 +48,17 @@ def default_dir() -> Path:
 
 # -- files ---------------------------------------------------------------------------------------
 
-def prepare_dir(folder: Path) -> Path:
+def prepare_dir(folder: Path, create: bool = True) -> Path:
+    """The folder of the keys: a real folder of this user that no one else may enter. Made
+    (0700) when missing and `create`; one that was there is never chmodded."""
     folder = folder.expanduser().absolute()
-    if not folder.exists():
-        folder.mkdir(mode=0o700, parents=True)
-        os.chmod(folder, 0o700)
-    info = os.lstat(folder)
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        raise TlsSetupError(f"{folder} is not a folder (a symlink?): choose another --dir")
-    if info.st_uid != os.getuid():
-        raise TlsSetupError(f"{folder} belongs to uid {info.st_uid}, not to you: choose "
-                            "another --dir")
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        raise TlsSetupError(f"{folder} has permissions {stat.S_IMODE(info.st_mode):o}: keys "
-                            f"there could be read by others; run `chmod 700 {folder}`")
+    try:
+        own_folder(folder, PRIVATE, create=create)
+    except NotOurs as exc:
+        if not create and not os.path.lexists(folder):
+            raise TlsSetupError(f"{folder} is missing: run `memnest-ctl tls init` first "
+                                "(with the same --dir)") from None
+        raise TlsSetupError(str(exc)) from None
     return folder
 
 

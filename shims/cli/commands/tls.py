@@ -51,14 +51,15 @@ def cmd_tls(args: argparse.Namespace) -> None:
         cmd_tls_client(args)
 
 
-def _folder(args: argparse.Namespace) -> Path:
-    return prepare_dir(Path(args.dir) if args.dir else default_dir())
+def _folder(args: argparse.Namespace, create: bool) -> Path:
+    """init makes the folder; client only uses the one init made."""
+    return prepare_dir(Path(args.dir) if args.dir else default_dir(), create)
 
 
 def cmd_tls_init(args: argparse.Namespace) -> None:
     hosts = ["localhost", "127.0.0.1", "::1", *[h.strip() for h in args.host if h.strip()]]
     try:
-        folder = _folder(args)
+        folder = _folder(args, create=True)
         write_authority(folder, hosts, hosts[-1] if args.host else "localhost", args.days,
                         args.force)
     except TlsSetupError as exc:
@@ -83,7 +84,7 @@ def cmd_tls_client(args: argparse.Namespace) -> None:
     name = args.name.strip()
     try:
         check_client_name(name)
-        folder = _folder(args)
+        folder = _folder(args, create=False)
         key_path, cert_path = write_client(folder, name, args.days, args.force)
         clients = clients_file(folder)
         allowed = allow(clients, name, args.allow) if args.allow else None
