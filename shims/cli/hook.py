@@ -455,8 +455,8 @@ class SessionState:
     runtime folder, 0700): memory ids with the updated_at they were shown at, the number of
     prompts, the prompt at which capture was last asked for."""
 
-    def __init__(self, path: Path | None, data: "dict[str, object]"):
-        self.path = path
+    def __init__(self, name: str | None, data: "dict[str, object]"):
+        self.name = name  # of its file in state_dir(); None: not kept (no session id)
         shown = data.get("shown")
         self.shown: dict[str, str] = {str(k): str(v) for k, v in shown.items()} \
             if isinstance(shown, dict) else {}
@@ -472,19 +472,23 @@ class SessionState:
 
     @classmethod
     def load(cls, session_id: str) -> "SessionState":
+        """This session's state; reading makes nothing (save makes the folder)."""
         if not session_id:
             return cls(None, {})
-        path = state_dir() / (hashlib.sha256(session_id.encode()).hexdigest()[:32] + ".json")
+        name = hashlib.sha256(session_id.encode()).hexdigest()[:32] + ".json"
+        folder = state_dir(create=False)
+        if folder is None:
+            return cls(name, {})
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            fd = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW)
         except OSError:
-            return cls(path, {})
+            return cls(name, {})
         with os.fdopen(fd, "rb") as f:
             try:
                 data = json.loads(f.read(1 << 20))
             except ValueError:
                 data = {}
-        return cls(path, data if isinstance(data, dict) else {})
+        return cls(name, data if isinstance(data, dict) else {})
 
     def was_shown(self, m: "MemoryLine") -> bool:
         return self.shown.get(str(m["id"])) == _version(m)
@@ -496,19 +500,23 @@ class SessionState:
             self.shown.pop(next(iter(self.shown)))
 
     def save(self) -> None:
-        if self.path is None:
+        if self.name is None:
             return
         data = json.dumps({"shown": self.shown, "prompts": self.prompts,
                            "asked_at_prompt": self.asked_at_prompt,
                            "prompt_digests": self.prompt_digests,
                            "prompt_chars": self.prompt_chars,
                            "answer_chars": self.answer_chars}).encode()
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        folder = state_dir(create=True)
+        if folder is None:  # (never: made when missing, or _Skip)
+            return
+        path = folder / self.name
+        tmp = folder / f".{self.name}.{os.getpid()}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
-            os.replace(tmp, self.path)
+            os.replace(tmp, path)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
@@ -531,13 +539,28 @@ def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def state_dir() -> Path:
+def state_dir(create: bool) -> Path | None:
+    """The sessions' state: hooks/ in the daemon's socket folder, which must be as memnestd
+    makes it (a real folder of this user, 0700). hooks/ is made (0700) only when `create`;
+    missing, None. A folder either may not be (a link, another user's, one others can
+    enter) is refused, not chmodded: the hook then keeps no state and injects nothing."""
     from memnest_proto import paths
-    folder: Path = paths.socket_path().parent / "hooks"  # the daemon's private folder
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if folder.is_symlink() or folder.stat().st_uid != os.getuid():
-        raise _Skip(f"{folder} is not a folder of this user; session state not kept")
-    os.chmod(folder, 0o700)
+
+    from ..own_paths import PRIVATE, NotOurs, check_folder, own_folder
+    socket_folder = paths.socket_path().parent
+    folder = socket_folder / "hooks"
+    try:
+        check_folder(socket_folder, PRIVATE)
+        own_folder(folder, PRIVATE, create=create)
+    except (FileNotFoundError, NotADirectoryError):
+        if create:
+            raise _Skip(f"{socket_folder} does not exist (memnestd makes it when it starts); "
+                        "session state not kept") from None
+        return None
+    except NotOurs as exc:
+        if not create and str(exc).endswith("does not exist"):
+            return None
+        raise _Skip(f"session state not kept: {exc}") from None
     return folder
 
 
@@ -647,13 +670,13 @@ def log_line(event: str, message: str) -> None:
     """One line in hooks.log, beside the daemon's log; never raises."""
     try:
         from memnest_proto import paths
+
+        from ..own_paths import UNSHARED, open_append, own_folder
         folder = paths.log_file().parent
-        folder.mkdir(parents=True, exist_ok=True)
+        own_folder(folder, UNSHARED)  # the log's folder: one others could write is refused
         line = (f"{time.strftime('%Y-%m-%d %H:%M:%S')} pid {os.getpid()} {event}: "
                 f"{' '.join(message.split())[:500]}\n")
-        fd = os.open(folder / "hooks.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW,
-                     0o600)
-        with os.fdopen(fd, "a", encoding="utf-8") as f:
+        with os.fdopen(open_append(folder / "hooks.log"), "a", encoding="utf-8") as f:
             f.write(line)
     except Exception:  # noqa: BLE001 - logging must not fail the hook
         pass
