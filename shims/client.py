@@ -284,14 +284,16 @@ class DaemonClient:
         return remote.explain(self.remote, self._last_error)
 
     def _spawn(self, log_path: Path) -> subprocess.Popen[bytes]:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_fd = _open_log(log_path)
         env = dict(os.environ, MEMNEST_SOCKET=str(self.socket_path))
         for name in SOCKET_ACTIVATION_VARS:
             env.pop(name, None)
-        with open(log_path, "ab") as log_file:
+        try:
             return subprocess.Popen(
-                daemon_command() + ["--spawned"], stdin=subprocess.DEVNULL, stdout=log_file,
-                stderr=log_file, start_new_session=True, env=env, close_fds=True)
+                daemon_command() + ["--spawned"], stdin=subprocess.DEVNULL, stdout=log_fd,
+                stderr=log_fd, start_new_session=True, env=env, close_fds=True)
+        finally:
+            os.close(log_fd)
 
     # -- versions ------------------------------------------------------------------------
 
@@ -459,6 +461,19 @@ _NOT_SENT = ("failed to connect", "connect failed", "connection refused",
 def never_sent(details: str) -> bool:
     lowered = details.lower()
     return any(marker in lowered for marker in _NOT_SENT)
+
+
+def _open_log(path: Path) -> int:
+    """The daemon's log, for its output: its folder made 0700 when missing, refused when it
+    is a link, another user's or writable by others (the log itself is never followed
+    through a link, and made 0600)."""
+    from .own_paths import UNSHARED, NotOurs, open_append, own_folder
+    try:
+        own_folder(path.parent, UNSHARED)
+        return open_append(path)
+    except NotOurs as exc:
+        raise DaemonUnavailable(f"memnestd was not started: its log {path} cannot be "
+                                f"written: {exc} (or set MEMNEST_LOG_FILE)") from None
 
 
 def _last_line(path: Path) -> str:
