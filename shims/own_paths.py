@@ -18,9 +18,11 @@ import stat
 from pathlib import Path
 
 # What a folder's mode must not allow: PRIVATE, anyone else entering it (keys, session
-# state, backups); UNSHARED, anyone else writing in it (the log, whose files are 0600).
+# state, backups); UNSHARED, every user writing in it (the log, whose files are 0600 and
+# appended to only when they are the user's own: a group's write bit, which a umask of 002
+# gives folders, costs at most a line of log).
 PRIVATE = 0o077
-UNSHARED = 0o022
+UNSHARED = 0o002
 
 
 class NotOurs(Exception):
@@ -42,7 +44,7 @@ def check_folder(folder: Path, closed: int = PRIVATE) -> os.stat_result:
                       "use a folder of your own")
     mode = stat.S_IMODE(info.st_mode)
     if mode & closed:
-        could = "change" if mode & closed & 0o022 else "read"
+        could = "change" if mode & closed & 0o022 else "see"
         raise NotOurs(f"{folder} has permissions {mode:o}, so other users could {could} what "
                       f"memnest keeps there; run `chmod 700 {folder}` if it is yours alone, or "
                       "use another folder")
@@ -89,8 +91,8 @@ def _missing_from(folder: Path) -> list[Path]:
 
 def check_parent(parent: Path, doing: str = "write") -> None:
     """`parent`, which memnest is to make a folder or file in, is there, is a folder (links
-    on the way are the user's own path) of this user or root's, and others cannot rename or
-    replace what memnest puts there (their write bit without the sticky bit)."""
+    on the way are the user's own path) of this user or root's, and not every user can
+    rename or replace what memnest puts there (their write bit without the sticky bit)."""
     try:
         info = os.stat(parent)
     except FileNotFoundError:
@@ -102,7 +104,7 @@ def check_parent(parent: Path, doing: str = "write") -> None:
     if info.st_uid not in (os.getuid(), 0):
         raise NotOurs(f"{parent} belongs to uid {info.st_uid}, not to you (uid "
                       f"{os.getuid()}): memnest does not {doing} in another user's folder")
-    if info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
+    if info.st_mode & 0o002 and not info.st_mode & stat.S_ISVTX:
         raise NotOurs(f"{parent} has permissions {stat.S_IMODE(info.st_mode):o}: others could "
                       f"replace what memnest puts there; use a folder of your own")
 
@@ -149,7 +151,8 @@ def write_file(path: Path, data: bytes, mode: int = 0o600) -> None:
 
 def open_append(path: Path) -> int:
     """A descriptor appending to `path` (made 0600 when missing) in a folder already checked:
-    never through a link, and only a regular file of this user (or a device like /dev/null)."""
+    never through a link, and only a regular file of this user with no other name (a hard
+    link planted in a shared folder would lead elsewhere), or a device like /dev/null."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | \
         getattr(os, "O_CLOEXEC", 0)
     try:
@@ -158,7 +161,8 @@ def open_append(path: Path) -> int:
         raise NotOurs(f"cannot write {path}: {exc.strerror}"
                       + (" (a symbolic link)" if os.path.islink(path) else "")) from None
     info = os.fstat(fd)
-    if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid() or stat.S_ISCHR(info.st_mode):
+    if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid() and info.st_nlink == 1 \
+            or stat.S_ISCHR(info.st_mode):
         return fd
     os.close(fd)
     raise NotOurs(f"{path} is not a file of yours; memnest does not write to it")

@@ -49,9 +49,16 @@ def test_the_fix_is_in_the_message(decoys):
         own_folder(decoys.folder)
 
 
-def test_a_folder_others_can_only_read_serves_where_only_writing_is_closed(decoys):
+def test_a_folder_others_can_only_read_serves_where_only_writing_is_closed(decoys, tmp_path):
     assert own_folder(decoys.folder, UNSHARED) is False
     decoys.assert_untouched()
+    grouped = tmp_path / "grouped"  # as a umask of 002 makes folders
+    grouped.mkdir()
+    grouped.chmod(0o775)
+    assert own_folder(grouped, UNSHARED) is False and _mode(grouped) == 0o775
+    grouped.chmod(0o777)
+    with pytest.raises(NotOurs, match="other users could change"):
+        own_folder(grouped, UNSHARED)
 
 
 @pytest.mark.parametrize("name, says", [("file", "is not a folder"),
@@ -131,6 +138,10 @@ def test_appending_never_follows_a_link_nor_writes_another_users_file(decoys, tm
         with pytest.raises(NotOurs, match="not a file of yours"):
             open_append(decoys.others / "theirs.txt")
     decoys.assert_untouched()
+    os.link(decoys.file, tmp_path / "hard.log")  # another name of a file elsewhere
+    with pytest.raises(NotOurs, match="not a file of yours"):
+        open_append(tmp_path / "hard.log")
+    os.unlink(tmp_path / "hard.log")
     fd = open_append(tmp_path / "new.log")
     os.close(fd)
     assert _mode(tmp_path / "new.log") == 0o600
