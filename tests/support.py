@@ -193,8 +193,9 @@ class OperationContext:
         from memnest_daemon.core.records import Origin
         from memnest_daemon.store.store import MemoryStore
         from memnest_daemon.team import sync as team
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)  # as a database's folder must be
         project = root / "project"
-        project.mkdir(parents=True, exist_ok=True)
+        project.mkdir(exist_ok=True)
         self.workspace = workspace or str(project.resolve())
         self.settings = replace(Settings.from_env(), **settings)
         self.origin = Origin(via="agent", client="unit-test")

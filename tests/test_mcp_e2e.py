@@ -129,7 +129,8 @@ def test_workspaces_are_isolated_unless_global(daemon, tmp_path, call):
     assert call("memory_list", ws=b)["total"] == 0
 
     # Two workspaces sharing one database (MEMORY_DB_PATH): rows are scoped by workspace.
-    shared = str(tmp_path / "shared.lbug")
+    (tmp_path / "team" / ".memnest").mkdir(mode=0o700, parents=True)
+    shared = str(tmp_path / "team" / ".memnest" / "shared.lbug")
     client = daemon.client()
     client.call_tool("memory_store", {"content": "Alpha deploys with Helm"}, str(a), shared)
     scoped = client.call_tool("memory_search", {"query": "Helm deploys"}, str(b), shared)

@@ -9,6 +9,13 @@ from memnest_daemon.tools.stats import vector_index_status
 from memnest_proto.contract import OFFLINE_MODEL
 
 
+def _shared_database(tmp_path, name):
+    """A database file several projects name (MEMORY_DB_PATH), in a `.memnest/` of its own."""
+    folder = tmp_path / "team" / ".memnest"
+    folder.mkdir(mode=0o700, parents=True)
+    return str(folder / name)
+
+
 def _workspaces(tmp_path, *names):
     out = []
     for name in names:
@@ -43,7 +50,7 @@ def test_a_workspaces_own_database_is_not_shared(call, workspace):
 
 def test_a_database_shared_through_memory_db_path_is_reported_and_warned(daemon, tmp_path):
     """MEMORY_DB_PATH pointing three projects at one file: each sees the others' counts."""
-    shared = str(tmp_path / "shared.lbug")
+    shared = _shared_database(tmp_path, "shared.lbug")
     alpha, beta, gamma = _workspaces(tmp_path, "alpha", "beta", "gamma")
     client = daemon.client()
     try:
@@ -70,7 +77,7 @@ def test_a_database_shared_through_memory_db_path_is_reported_and_warned(daemon,
 
 
 def test_the_list_of_other_workspaces_is_bounded(daemon, tmp_path):
-    shared = str(tmp_path / "many.lbug")
+    shared = _shared_database(tmp_path, "many.lbug")
     spaces = _workspaces(tmp_path, *[f"project{n:02d}" for n in range(13)])
     client = daemon.client()
     try:
@@ -193,7 +200,7 @@ def test_explain_meta_counts_what_the_search_considered(call):
 
 
 def test_explain_meta_in_a_shared_database_and_above_the_pool(daemon, tmp_path):
-    shared = str(tmp_path / "shared.lbug")
+    shared = _shared_database(tmp_path, "shared.lbug")
     mine, theirs = _workspaces(tmp_path, "mine", "theirs")
     client = daemon.client()
     try:

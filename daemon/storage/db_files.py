@@ -6,19 +6,25 @@ users, so `.memnest/` and the files in it are not trusted: a symbolic link plant
 and a folder another user owns could get such a link at any time. Before a database opens:
 
 - its folder must be a real directory (not a link) owned by this user, in a parent that
-  not every user can write (unless sticky, as /tmp); only a workspace's own `.memnest/` is
-  created (0700) when missing, and it is made 0700 when it was more open;
+  not every user can write (unless sticky, as /tmp); only a `.memnest/` is created (0700)
+  when missing (callers let a caller's path reach only an existing one, or the workspace's
+  own: store/registry.py), and only a `.memnest/` is made 0700 when it was more open: any
+  other folder that is more open is refused with the `chmod` that fixes it;
 - each file the daemon or LadybugDB writes there (the database, its WAL, the journal of
   deferred rows, the vector snapshot and their temporaries) must be absent, or a regular
-  file owned by this user with no other hard link; it is made 0600. The database file
-  itself must be a LadybugDB database if it exists: no other file is written over.
+  file owned by this user with no other hard link; it is made 0600 when it is memnest's
+  (in a `.memnest/`, or beside an existing database), and refused when more open
+  otherwise. The database file itself must be a LadybugDB database if it exists: no other
+  file is written over.
 
+Every check runs before anything changes, so a refused path is left exactly as it was.
 Anything else is refused with a message that says what to remove. The daemon also runs
 with umask 077, so whatever the engine creates later is private too. Files are written
 with O_NOFOLLOW (`open_private`), so a link that appears anyway is not followed.
 """
 import os
 import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -40,34 +46,68 @@ class UnsafeLocation(RuntimeError):
     """The database's folder or one of its files cannot be used safely."""
 
 
+@dataclass
+class _Plan:
+    """What prepare() will change, decided before anything is changed."""
+    make_folder: Path | None = None
+    chmod: list[tuple[Path, int]] = field(default_factory=list)
+
+
 def prepare(db_path: str) -> None:
-    """Check (and create, or make private) the folder and files of the database at
-    `db_path` before it opens. Raises UnsafeLocation."""
-    folder = Path(db_path).parent
-    _private_folder(folder)
-    if folder.name == OWN_FOLDER:
-        write_gitignore(str(folder))
+    """Check the folder and files of the database at `db_path` before it opens, then make
+    them private. Every check runs first: a refused path has changed nothing. Raises
+    UnsafeLocation."""
+    path = Path(db_path)
+    plan = _Plan()
+    _check_folder(path.parent, plan)
+    is_database = _database_or_nothing(path)
+    # the files of an existing database, or any in a `.memnest/`, are memnest's own
+    ours = is_database or path.parent.name == OWN_FOLDER
     for suffix in SUFFIXES:
-        _private_file(Path(db_path + suffix))
-    _database_or_nothing(Path(db_path))
+        _check_file(Path(db_path + suffix), ours, plan)
+    _carry_out(plan)
+    if path.parent.name == OWN_FOLDER:
+        write_gitignore(str(path.parent))
 
 
-def _database_or_nothing(path: Path) -> None:
+def _carry_out(plan: _Plan) -> None:
+    if plan.make_folder is not None:
+        try:
+            os.mkdir(plan.make_folder, 0o700)
+        except FileExistsError:
+            _check_folder(plan.make_folder, _Plan())  # made meanwhile: checked again
+        except OSError as exc:
+            raise UnsafeLocation(f"cannot create {plan.make_folder}: {exc.strerror}") from None
+    for target, mode in plan.chmod:
+        os.chmod(target, mode, follow_symlinks=False)
+
+
+def _database_or_nothing(path: Path) -> bool:
     """An existing file at the database's path must be a LadybugDB database: another file
-    (or an empty one anywhere but memnest's own folder) is never turned into one."""
+    (or an empty one anywhere but memnest's own folder) is never turned into one. True when
+    it is a database."""
     try:
-        with open(path, "rb") as f:  # a regular file of ours: checked above
-            head = f.read(len(MAGIC))
+        info = os.lstat(path)
     except FileNotFoundError:
-        return
+        return False
+    if not stat.S_ISREG(info.st_mode):
+        return False  # refused by _check_file, with its reason
+    try:
+        fd = open_private(str(path), os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise UnsafeLocation(f"cannot read {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as f:  # a regular file of ours: checked before
+        head = f.read(len(MAGIC))
     if head == MAGIC or (not head and path.parent.name == OWN_FOLDER):
-        return
+        return head == MAGIC
     what = "an empty file" if not head else "not a LadybugDB database"
     raise UnsafeLocation(f"{path} exists and is {what}; memnest will not write a database "
                          "over it. Choose another database path, or remove the file")
 
 
-def _private_folder(folder: Path) -> None:
+def _check_folder(folder: Path, plan: _Plan) -> None:
+    """The database's folder: ours to create (a missing `.memnest/`) and to make private
+    (a `.memnest/`, memnest's own name); any other folder is used only as it is."""
     try:
         parent = os.stat(folder.parent)
     except OSError:
@@ -80,17 +120,12 @@ def _private_folder(folder: Path) -> None:
     try:
         info = os.lstat(folder)
     except FileNotFoundError:
-        if folder.name != OWN_FOLDER or not folder.parent.is_dir():
+        if folder.name != OWN_FOLDER or parent is None or not stat.S_ISDIR(parent.st_mode):
             raise UnsafeLocation(f"{folder} does not exist; memnest creates no folder but a "
                                  f"workspace's own {OWN_FOLDER}/: create it first, or choose "
                                  "another database path") from None
-        try:
-            os.mkdir(folder, 0o700)
-        except FileExistsError:
-            pass
-        except OSError as exc:
-            raise UnsafeLocation(f"cannot create {folder}: {exc.strerror}") from None
-        info = os.lstat(folder)
+        plan.make_folder = folder
+        return
     if stat.S_ISLNK(info.st_mode):
         raise UnsafeLocation(f"{folder} is a symbolic link; memnest does not keep a database "
                              "behind a link (it could point anywhere): remove it, and it is "
@@ -102,10 +137,15 @@ def _private_folder(folder: Path) -> None:
                              "could plant links in it; remove it or choose another database "
                              "path")
     if stat.S_IMODE(info.st_mode) & 0o077:
-        os.chmod(folder, 0o700)
+        if folder.name != OWN_FOLDER:
+            raise UnsafeLocation(f"{folder} can be read by other users (mode "
+                                 f"{stat.S_IMODE(info.st_mode):o}) and memnest changes no "
+                                 f"folder it does not own: run `chmod 700 {folder}`, or "
+                                 "choose another database path")
+        plan.chmod.append((folder, 0o700))
 
 
-def _private_file(path: Path) -> None:
+def _check_file(path: Path, ours: bool, plan: _Plan) -> None:
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -121,7 +161,11 @@ def _private_file(path: Path) -> None:
         raise UnsafeLocation(f"{path} has another hard link (writing it would change that "
                              "file too); remove it")
     if stat.S_IMODE(info.st_mode) & 0o077:
-        os.chmod(path, 0o600)
+        if not ours:
+            raise UnsafeLocation(f"{path} can be read by other users (mode "
+                                 f"{stat.S_IMODE(info.st_mode):o}) and is not memnest's: "
+                                 f"run `chmod 600 {path}`, or choose another database path")
+        plan.chmod.append((path, 0o600))
 
 
 def open_private(path: str, flags: int) -> int:

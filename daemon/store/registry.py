@@ -14,7 +14,7 @@ import numpy as np
 
 from ..core.errors import ToolError, invalid
 from ..storage.database import ModelMismatch
-from ..storage.db_files import UnsafeLocation, unresolved
+from ..storage.db_files import OWN_FOLDER, UnsafeLocation, unresolved
 from .known import KnownWorkspaces
 from .store import MemoryStore
 from .team_slot import TeamSlot
@@ -39,13 +39,39 @@ MAX_OPEN = 16  # databases open at once (MEMNEST_MAX_OPEN_DATABASES)
 
 def database_path(workspace: str, db_path: str) -> str:
     """Where a workspace's memories live: MEMORY_DB_PATH when the caller set one (relative
-    paths are taken from the workspace), else <workspace>/.memnest/memory.lbug."""
+    paths are taken from the workspace), else <workspace>/.memnest/memory.lbug. A caller's
+    path is checked here, before any file is touched (caller_database)."""
+    own = str(Path(workspace) / OWN_FOLDER / "memory.lbug")
     if db_path == ":memory:":
         return db_path
     if db_path:
-        path = Path(db_path).expanduser()
-        return str(path if path.is_absolute() else Path(workspace) / path)
-    return str(Path(workspace) / ".memnest" / "memory.lbug")
+        return caller_database(workspace, db_path)
+    return own
+
+
+def caller_database(workspace: str, db_path: str) -> str:
+    """A database file a caller named (memory_set_workspace, the gRPC field, MEMORY_DB_PATH):
+    only a file in a `.memnest/` folder that exists (or the workspace's own, which memnest
+    creates), so no call can have memnest create, chmod or write anything elsewhere."""
+    if "\x00" in db_path:
+        raise invalid("db_path must not contain NUL characters")
+    path = Path(db_path).expanduser()
+    full = os.path.abspath(path if path.is_absolute() else Path(workspace) / path)
+    folder, name = os.path.split(full)
+    ours = os.path.join(workspace, OWN_FOLDER)
+    if os.path.basename(folder) != OWN_FOLDER or name in ("", ".", ".."):
+        raise ToolError("permission_denied",
+                        f"db_path {db_path!r} is not a file in a {OWN_FOLDER}/ folder; "
+                        "memnest keeps databases only in its own folders and touches nothing "
+                        f"else. Use a name in the workspace's own ({ours}/NAME.lbug), or "
+                        f"create a folder for a shared one (mkdir -m 700 DIR/{OWN_FOLDER}) "
+                        f"and name DIR/{OWN_FOLDER}/NAME.lbug")
+    if folder != ours and not os.path.lexists(folder):
+        raise ToolError("permission_denied",
+                        f"db_path {db_path!r}: {folder} does not exist, and memnest creates "
+                        f"no folder but a workspace's own {OWN_FOLDER}/: create it first "
+                        f"(mkdir -m 700 {folder}), or use the workspace's own")
+    return full
 
 
 def check_workspace(workspace: str) -> str:

@@ -208,7 +208,7 @@ def test_damaged_wal_of_any_shape_costs_only_the_unacknowledged_write(tmp_path):
     holds them), without the write whose commit the damage cut, and with a copy of the
     damaged WAL kept aside."""
     origin = tmp_path / "origin" / "memory.lbug"
-    origin.parent.mkdir()
+    origin.parent.mkdir(mode=0o700)
     db = Database(str(origin), "model", 4, 64, 1)
     with db.transaction():
         db.rows("CREATE (:Meta {key: 'acknowledged', value: 'kept'})")

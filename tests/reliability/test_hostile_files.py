@@ -126,20 +126,35 @@ def test_another_users_folder_is_no_workspace(call, tmp_path):
 
 
 def test_a_database_path_never_overwrites_another_file(call, tmp_path):
-    notes = tmp_path / "notes.txt"
+    """A caller's db_path is a file in a `.memnest/` folder or nothing: an ordinary folder
+    and file (the issue's case: they came back 0700 and 0600) are refused untouched, and in
+    a `.memnest/` folder another file is never written over."""
+    plain = tmp_path / "plain"
+    plain.mkdir(mode=0o755)
+    os.chmod(plain, 0o755)
+    notes = plain / "notes.txt"
     notes.write_text("my notes\n")
-    empty = tmp_path / "empty.log"
-    empty.touch()
-    for path, why in ((notes, "not a LadybugDB database"), (empty, "an empty file")):
+    os.chmod(notes, 0o644)
+    team = tmp_path / "team" / ".memnest"
+    team.mkdir(mode=0o700, parents=True)
+    kept = team / "notes.txt"
+    kept.write_text("kept notes\n")
+    before = _snapshot(tmp_path)
+    for path, why in ((notes, "not a file in a .memnest/ folder"),
+                      (plain / "memory.lbug", "not a file in a .memnest/ folder"),
+                      (kept, "not a LadybugDB database"),
+                      (tmp_path / "new" / ".memnest" / "memory.lbug", "does not exist")):
         with pytest.raises(ToolFailure) as refused:
             call("memory_set_workspace", workspace=str(tmp_path), db_path=str(path))
-        assert refused.value.code == "permission_denied" and why in refused.value.message
-    assert notes.read_text() == "my notes\n" and empty.stat().st_size == 0
-    with pytest.raises(ToolFailure) as missing:  # no folder is created on the way
-        call("memory_set_workspace", workspace=str(tmp_path),
-             db_path=str(tmp_path / "new" / "deeper" / "memory.lbug"))
-    assert "does not exist" in missing.value.message
-    assert not (tmp_path / "new").exists()
+        assert refused.value.code == "permission_denied" and why in refused.value.message, \
+            refused.value.message
+        assert _snapshot(tmp_path) == before, path
     pinned = call("memory_set_workspace", workspace=str(tmp_path),
-                  db_path=str(tmp_path / "own.lbug"))
-    assert pinned["memories"] == 0 and (tmp_path / "own.lbug").read_bytes()[:4] == b"LBUG"
+                  db_path=str(team / "own.lbug"))
+    assert pinned["memories"] == 0 and (team / "own.lbug").read_bytes()[:4] == b"LBUG"
+
+
+def _snapshot(root):
+    """Every entry under `root` with its mode, owner and mtime."""
+    return sorted((str(p), p.lstat().st_mode, p.lstat().st_uid, p.lstat().st_mtime_ns)
+                  for p in [root, *root.rglob("*")])

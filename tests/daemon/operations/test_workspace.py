@@ -1,6 +1,7 @@
 """operations/workspace.py in process: switching to another folder opens its database now
 (so a bad one fails here), counts its memories, and a remote caller may neither pick a
 database file nor reach a folder outside its allow-list."""
+import os
 from dataclasses import dataclass
 
 import pytest
@@ -41,10 +42,14 @@ def test_a_relative_folder_is_resolved_opened_and_counted(ctx, stores, tmp_path)
 
 
 def test_memories_already_there_are_counted(ctx, stores, tmp_path):
-    shared = str(tmp_path / "memory.lbug")
     stored_memories(ctx, "The payments service owns the refunds table.",
                     "Feature flags are read from LaunchDarkly at startup.")
-    ctx.store.close()  # the registry opens the same file now
+    ctx.store.close()  # the registry opens the same file now, moved to a folder of memnest's
+    folder = tmp_path / "team" / ".memnest"
+    folder.mkdir(mode=0o700, parents=True)
+    for file in tmp_path.glob("memory.lbug*"):
+        file.rename(folder / file.name)
+    shared = str(folder / "memory.lbug")
     done = switch_workspace(ctx, stores, ctx.workspace, shared)
     assert done.memories == 2 and done.database == shared
 
@@ -62,6 +67,26 @@ def test_a_remote_caller_may_not_pick_a_database_file(ctx, stores):
     with pytest.raises(ToolError) as refused:
         switch_workspace(ctx, stores, ".", "/tmp/elsewhere.lbug", Allowed(ctx.workspace))
     assert refused.value.code == "permission_denied" and "db_path" in refused.value.message
+
+
+@pytest.mark.parametrize("given", ["/etc/passwd", "elsewhere.lbug", "../outside/.memnest/x.lbug",
+                                   ".memnest/..", "sub/.memnest/x.lbug"])
+def test_a_database_path_outside_a_memnest_folder_is_refused_before_anything(
+        ctx, stores, tmp_path, given):
+    """Only a file in an existing `.memnest/` (or the workspace's own) may be named: the
+    refusal comes before any file operation, so nothing anywhere changes."""
+    (tmp_path / "project" / "sub").mkdir()
+    before, passwd = _tree(tmp_path), os.stat("/etc/passwd")
+    with pytest.raises(ToolError) as refused:
+        switch_workspace(ctx, stores, ".", given)
+    assert refused.value.code == "permission_denied"
+    assert ".memnest" in refused.value.message
+    assert _tree(tmp_path) == before and os.stat("/etc/passwd") == passwd
+
+
+def _tree(root):
+    return sorted((str(p), os.lstat(p).st_mode, os.lstat(p).st_mtime_ns)
+                  for p in [root, *root.rglob("*")])
 
 
 def test_a_remote_caller_stays_in_its_folders(ctx, stores, tmp_path):

@@ -30,7 +30,8 @@ def test_a_database_the_old_engine_damaged_is_repaired_on_open(tmp_path, caplog)
     memories, then three rewrites of memory 5 each with a CHECKPOINT, after which rows 2-4
     and 6-7 listed other rows' tags. Its ABOUT edges stayed right, and opening it repairs
     the lists from them, with a log line naming what changed."""
-    path = tmp_path / "memory.lbug"
+    path = tmp_path / ".memnest" / "memory.lbug"
+    path.parent.mkdir()
     with gzip.open(DATA / "real_ladybug_0.15.3_shifted_tags.lbug.gz") as src, \
             open(path, "wb") as dst:
         shutil.copyfileobj(src, dst)
@@ -51,7 +52,7 @@ def test_a_database_the_old_engine_damaged_is_repaired_on_open(tmp_path, caplog)
 
 
 def test_the_repair_on_open_runs_once_per_engine(tmp_path):
-    path = str(tmp_path / "memory.lbug")
+    path = str(tmp_path / ".memnest" / "memory.lbug")
     db = Database(path, "model", 4, 64, 1)
     assert db.meta("engine") == ENGINE
     with db.transaction():
