@@ -212,7 +212,7 @@ def test_a_digest_for_editors_without_mcp_and_what_it_will_not_overwrite(setup):
     assert refused.returncode != 0 and "not written by memnest" in refused.stderr
     assert (workspace / "AGENTS.md").read_text() == "# Hand-written instructions\n"
     out = ctl(daemon, workspace, "export", "--format", "agents-md", "docs/AGENTS.md")
-    assert out.returncode != 0 and "is not a folder" in out.stderr  # nothing half-written
+    assert out.returncode != 0 and "does not exist; make it first" in out.stderr  # none made
     assert "Traceback" not in out.stderr
     (workspace / "docs").mkdir()
     out = ctl(daemon, workspace, "export", "--format", "agents-md", "docs/AGENTS.md")

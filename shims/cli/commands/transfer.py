@@ -1,16 +1,15 @@
 """memnest-ctl export, import: a workspace's memories to and from a JSON file."""
 import argparse
-import shutil
+import errno
+import os
+import stat
 from pathlib import Path
 
 from ... import workspace as ws
+from ...own_paths import NotOurs, check_parent, check_target, write_file
 from ..common import Command, Failure, call, client, long_call, print_json
 
 EXPORT_SIGNATURE = b'{\n "format": "memnest-export"'  # how an export file starts
-
-
-def is_export(path: Path) -> bool:
-    return _starts_with(path, EXPORT_SIGNATURE)
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,11 +44,11 @@ def cmd_export(args: argparse.Namespace) -> None:
         return _export_digest(args)
     target = _target(args, "the export is", "`memnest-ctl export` without FILE and copy it "
                                             "from there")
-    if target is not None and target.exists() and not is_export(target):
-        raise Failure(f"{target} exists and is not a memnest export; it is left as it is")
+    if target is not None:
+        _check_file(target, EXPORT_SIGNATURE, "is not a memnest export")
     out = call(client(), args, "memory_export", {"personal": True} if args.personal else {})
     if target is not None:
-        shutil.move(out["path"], target)
+        _move_file(Path(out["path"]), target)
         out["path"] = str(target)
     if args.json:
         print_json(out)
@@ -76,15 +75,11 @@ def _target(args: argparse.Namespace, what: str, instead: str) -> Path | None:
 def _export_notes(args: argparse.Namespace) -> None:
     target = _target(args, "the notes are", "`memnest-ctl export --format markdown` without "
                                             "PATH")
-    if target is not None and target.exists() and (not target.is_dir() or
-                                                   any(target.iterdir())):
-        raise Failure(f"{target} exists and is not an empty folder; it is left as it is")
+    if target is not None:
+        _check_notes_folder(target)
     out = call(client(), args, "memory_export", {"format": "markdown"})
     if target is not None and out["notes"]:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if target.exists():
-            target.rmdir()
-        shutil.move(out["folder"], target)
+        _move_notes(Path(out["folder"]), target)
         out["folder"] = str(target)
     if args.json:
         print_json(out)
@@ -94,17 +89,14 @@ def _export_notes(args: argparse.Namespace) -> None:
 
 def _export_digest(args: argparse.Namespace) -> None:
     target = _target(args, "the digest is", "it without PATH")
-    if target is not None and target.exists() and not _starts_with(target, DIGEST_SIGNATURE):
-        raise Failure(f"{target} exists and was not written by memnest; it is left as it is "
-                      "(name another file, or move it away first)")
-    if target is not None and not target.parent.is_dir():
-        raise Failure(f"{target.parent} is not a folder; make it first")
+    if target is not None:
+        _check_file(target, DIGEST_SIGNATURE, "was not written by memnest")
     arguments: dict[str, object] = {"format": args.format}
     if args.scope:
         arguments["scope"] = args.scope
     out = call(client(), args, "memory_export", arguments)
     if target is not None:
-        shutil.move(out["path"], target)
+        _move_file(Path(out["path"]), target)
         out["path"] = str(target)
     if args.json:
         print_json(out)
@@ -117,10 +109,86 @@ def _export_digest(args: argparse.Namespace) -> None:
 
 def _starts_with(path: Path, signature: bytes) -> bool:
     try:
-        with open(path, "rb") as f:
-            return f.read(len(signature)) == signature
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return False
+    with os.fdopen(fd, "rb") as f:
+        return f.read(len(signature)) == signature
+
+
+# -- putting what the daemon wrote where the user asked ----------------------------------------
+# Checked before the daemon is asked, so that a refused export has written nothing; the
+# folder it goes into must be there (it is not made), and is never changed but for the file.
+
+def _check_file(target: Path, signature: bytes, otherwise: str) -> None:
+    """`target` may be written: no link, a file of the user's that memnest wrote (it starts
+    with `signature`) or none, in a folder of the user's that is there."""
+    try:
+        exists = check_target(target)
+    except NotOurs as exc:
+        raise Failure(f"{exc}; nothing was written") from None
+    if exists and not _starts_with(target, signature):
+        raise Failure(f"{target} exists and {otherwise}; it is left as it is (name another "
+                      "file, or move it away first)")
+
+
+def _move_file(written: Path, target: Path) -> None:
+    """The file the daemon wrote under .memnest/exports/, moved to `target` (checked again:
+    a link that appeared meanwhile is replaced, never followed); an existing export keeps
+    its mode."""
+    try:
+        exists = check_target(target)
+        mode = stat.S_IMODE(os.lstat(target).st_mode) if exists else 0o600
+        fd = os.open(written, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            data = f.read()
+        write_file(target, data, mode)
+    except NotOurs as exc:
+        raise Failure(f"{exc}; the export stays in {written}") from None
+    written.unlink()
+
+
+def _check_notes_folder(target: Path) -> None:
+    """`target` may take the notes: a new folder in a folder of the user's that is there, or
+    an empty real folder of the user's (whose mode stays as it is)."""
+    try:
+        info = os.lstat(target)
+    except (FileNotFoundError, NotADirectoryError):
+        try:
+            check_parent(target.parent)
+        except NotOurs as exc:
+            raise Failure(f"{exc}; nothing was written") from None
+        return
+    if stat.S_ISLNK(info.st_mode):
+        raise Failure(f"{target} is a symbolic link; memnest does not write through links: "
+                      "name the folder itself")
+    if not stat.S_ISDIR(info.st_mode) or os.listdir(target):
+        raise Failure(f"{target} exists and is not an empty folder; it is left as it is")
+    if info.st_uid != os.getuid():
+        raise Failure(f"{target} belongs to uid {info.st_uid}, not to you (uid "
+                      f"{os.getuid()}); nothing was written")
+
+
+def _move_notes(written: Path, target: Path) -> None:
+    """The notes folder the daemon wrote, moved to `target`: renamed there when `target` is
+    new and on the same file system, else each note moved into it."""
+    _check_notes_folder(target)
+    if not os.path.lexists(target):
+        try:
+            os.rename(written, target)
+            return
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise Failure(f"cannot make {target}: {exc.strerror}; the notes stay in "
+                              f"{written}") from None
+        try:
+            os.mkdir(target, 0o700)
+        except OSError as exc:
+            raise Failure(f"cannot make {target}: {exc.strerror}; the notes stay in "
+                          f"{written}") from None
+    for note in sorted(os.listdir(written)):
+        _move_file(written / note, target / note)
+    written.rmdir()
 
 
 def add_import_arguments(parser: argparse.ArgumentParser) -> None:
