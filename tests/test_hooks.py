@@ -9,7 +9,6 @@ import json
 import os
 import re
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -620,10 +619,11 @@ def test_with_no_daemon_the_first_hook_gives_up_in_budget_and_the_next_is_warm(
         fresh_daemon, workspace):
     env = dict(fresh_daemon.env)
     env.pop("MEMNEST_HOOK_BUDGET_MS", None)  # the defaults, under a second each
-    started = time.monotonic()
     out = run_hook("session-start", {"session_id": "s", "source": "startup"}, env, workspace)
     assert out.returncode == 0 and out.stdout == b""
-    assert time.monotonic() - started < 3.0  # 900 ms, and Python's start and exit
+    # it left because its budget ran out (the watchdog's line), not after the daemon's start
+    assert re.search(r"session-start: out of time budget \(\d+ ms\)", hooks_log(fresh_daemon)), \
+        hooks_log(fresh_daemon)
     fresh_daemon.wait_ready(timeout=60)  # it went on starting without the hook
     fresh_daemon.client().call_tool("memory_store", {
         "content": "Billing deploys use blue-green releases on the Kubernetes cluster"},

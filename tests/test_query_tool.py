@@ -170,7 +170,9 @@ def test_schema_lists_tables_columns_and_indexes(call, seeded):
 
 
 def test_destructive_queries_with_permission_time_limit_and_row_cap(fresh_daemon, workspace):
-    fresh_daemon.env.update({"MEMORY_ALLOW_DESTRUCTIVE": "true", "MEMORY_QUERY_TIMEOUT_S": "2",
+    # the time limit: long enough for the calls below to be answered while a runaway query
+    # runs into it, on a busy machine as well
+    fresh_daemon.env.update({"MEMORY_ALLOW_DESTRUCTIVE": "true", "MEMORY_QUERY_TIMEOUT_S": "5",
                              "MEMORY_QUERY_MAX_ROWS": "50"})
     fresh_daemon.start()
     client = fresh_daemon.client(autostart=False)
@@ -210,33 +212,32 @@ def test_destructive_queries_with_permission_time_limit_and_row_cap(fresh_daemon
     runaway = {}
 
     def run():
-        started = time.monotonic()
         try:
             call("memory_query", cypher_query=(
                 "UNWIND range(1, 300) AS p UNWIND range(1, 300) AS q UNWIND range(1, 300) AS r "
                 "UNWIND range(1, 300) AS s RETURN sum(p * q + r * s) AS total"))
         except ToolFailure as exc:
             runaway["error"] = exc
-        runaway["seconds"] = time.monotonic() - started
 
     worker = threading.Thread(target=run)
     worker.start()
-    time.sleep(0.3)
-    quick = []
+    deadline = time.monotonic() + 60
+    while not client.status().calls_in_flight:  # the runaway is running
+        assert time.monotonic() < deadline and worker.is_alive(), runaway
+        time.sleep(0.05)
     for _ in range(3):
-        started = time.monotonic()
         assert client.call_tool("memory_search", {"query": "feature flags"},
                                 str(other))["results"]
-        quick.append(time.monotonic() - started)
-    waited = time.monotonic()
+    # answered while the runaway still runs: they did not wait for it
+    assert worker.is_alive(), "the runaway query ended before the calls on another workspace"
     assert call("memory_query", cypher_query="MATCH (m:Memory) RETURN count(m) AS n",
                 read_only=True)["rows"] == [{"n": 3}]
-    waited = time.monotonic() - waited
     worker.join(timeout=60)
+    assert not worker.is_alive()
     assert runaway["error"].code == "query_error"
-    assert "time limit" in runaway["error"].message
-    assert runaway["seconds"] < 15
-    assert max(quick) < 1.5 and waited < 2 + 15, (quick, waited)
+    # stopped by the engine at the time limit (not killed after the margin past it)
+    assert "ran past the time limit of 5 s" in runaway["error"].message, \
+        runaway["error"].message
     # a write after it finds the store healthy
     assert call("memory_store", content="Dashboards live in Grafana")["status"] == "stored"
 

@@ -2,8 +2,6 @@
 turn that answers a question in a conversation, the other fusion modes stay selectable, and
 hostile queries get answers with bounded work. The ranking itself, in process:
 tests/daemon/search/."""
-import time
-
 import pytest
 from memnest_shims.errors import ToolFailure
 
@@ -47,8 +45,7 @@ def test_hostile_queries_get_answers_with_bounded_work(call):
         call("memory_search", query=many)
     longest = " ".join(f"w{i} lake" for i in range(600))[:4000]
     junk = ("\u202e\ufeff \U0001d518\U0001d52b\U0001d526 \u2603\u0301\u0301 " * 150)[:3990]
+    # answered (the work a long query costs, counted in process: test_centring.py)
     for query in (longest, junk + " lake", "\u00a0" * 50 + "pottery"):
-        started = time.perf_counter()
         out = call("memory_search", query=query, top_k=5, explain=True)
-        assert time.perf_counter() - started < 20
         assert out["results"] and all("vector" in r["explain"] for r in out["results"])

@@ -168,13 +168,14 @@ def test_status_and_stop_wait_for_a_daemon_the_service_manager_is_starting(fresh
     assert proc.wait(timeout=10) == 0
     assert fresh_daemon.socket.stat().st_ino == unit.inode
 
-    # A socket file nothing listens on (a crash) is answered at once, not waited for.
+    # A socket file nothing listens on (a crash) is answered at once, not waited for: "not
+    # running" is what the client says on finding nothing listening, where a client that
+    # waited would give up with "did not answer ... within".
     unit.close()
-    started = time.monotonic()
     out = subprocess.run([str(BIN / "memnest-ctl"), "status"], env=fresh_daemon.env,
                          capture_output=True, text=True, timeout=60)
-    assert out.returncode == 1 and "memnestd is not running on" in out.stderr
-    assert time.monotonic() - started < 10
+    assert out.returncode == 1 and "memnestd is not running on" in out.stderr, out.stderr
+    assert "did not answer" not in out.stderr
 
 
 def test_listen_fds_for_another_pid_are_ignored(fresh_daemon):
@@ -679,10 +680,25 @@ def test_a_daemon_whose_stderr_nobody_reads_keeps_serving(fresh_daemon, workspac
     fresh_daemon.env["MEMORY_LATENCY_WARN_MS"] = "0"  # every call logs a line
     fresh_daemon.start()  # stdout and stderr are pipes this test never reads
     client = fresh_daemon.client(autostart=False)
-    started = time.monotonic()
-    for i in range(900):  # ~100 bytes of log each: well past what the pipe holds
-        client.call_tool("memory_list", {"limit": 1}, str(workspace))
-        assert time.monotonic() - started < 120, f"call {i} stalled"
+    answered, failed = [], []
+
+    def calls() -> None:
+        try:
+            for i in range(900):  # ~100 bytes of log each: well past what the pipe holds
+                client.call_tool("memory_list", {"limit": 1}, str(workspace))
+                answered.append(i)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            failed.append(exc)
+
+    import threading
+    caller = threading.Thread(target=calls, daemon=True)
+    caller.start()
+    while caller.is_alive():  # a blocked call never answers: fail on a minute without one
+        before = len(answered)
+        caller.join(timeout=60)
+        assert len(answered) > before or not caller.is_alive(), f"call {before} stalled"
+    assert not failed, failed
+    assert len(answered) == 900
     assert fresh_daemon.log.read_text().count("memory_list took") >= 900
 
 
