@@ -544,6 +544,7 @@ def test_a_shared_database_shows_a_remote_client_only_its_workspaces(remote, mon
     refused to her."""
     theirs = remote.root / "projects" / "theirs"
     theirs.mkdir()
+    (remote.allowed / ".memnest").mkdir(mode=0o700, exist_ok=True)
     shared_db = str(remote.allowed / ".memnest" / "memory.lbug")
     local = _local(remote, monkeypatch)
     local.call_tool("memory_store", {"content": "The payroll export runs at dawn on Fridays"},
@@ -566,9 +567,11 @@ def test_a_shared_database_shows_a_remote_client_only_its_workspaces(remote, mon
     assert refused.code == "permission_denied" and "whole database file" in refused.message
     alice.close()
     # the local user points alice's workspace at a file elsewhere: Status does not name it
+    (remote.sibling / ".memnest").mkdir(mode=0o700, exist_ok=True)
     elsewhere = str(remote.sibling / ".memnest" / "elsewhere.lbug")
     local = _local(remote, monkeypatch)
-    local.call_tool("memory_stats", {}, str(remote.allowed), db_path=elsewhere)
+    local.call_tool("memory_store", {"content": "Kept in a file of the local user's"},
+                    str(remote.allowed), db_path=elsewhere)
     local.close()
     status = pb_grpc.MemnestStub(remote.channel("alice")).Status(pb.StatusRequest(), timeout=5)
     shown = {w.workspace: w.db_path for w in status.workspaces}

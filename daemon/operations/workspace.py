@@ -2,7 +2,8 @@
 
 The daemon serves every client, so it keeps no per-client state: the new workspace is
 checked, its database opened (so a bad one fails now, not on the next call) and counted;
-the client applies the switch to its own later calls."""
+the client applies the switch to its own later calls. A folder with no memory yet is
+checked as opening would check it, and nothing is created there until the first write."""
 from __future__ import annotations
 
 import os
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..core.errors import ToolError, invalid
-from ..store.registry import StoreRegistry, database_path
+from ..store.registry import StoreRegistry, check_database, database_path, has_memory
 from ..store.resolution import resolve
 from .context import CallContext
 
@@ -56,10 +57,14 @@ def switch_workspace(ctx: CallContext, stores: StoreRegistry, given: str, db_pat
             raise ToolError("permission_denied",
                             f"tls client {reach.identity!r} may not use workspace "
                             f"{given.strip()!r}: {reach.where()}")
+    database = database_path(where.workspace, db_path)  # a caller's path is checked here
+    if not has_memory(where.workspace, db_path):  # nothing to count, and nothing created
+        check_database(database)  # what opening it would refuse is said now
+        return Switched(workspace, db_path, database, 0)
     store = stores.acquire(where.workspace, db_path)  # opens it now: errors surface here
     try:
         with store.reading():
             memories = len(store.in_scope(where.workspace))
     finally:
         stores.release(store)
-    return Switched(workspace, db_path, database_path(where.workspace, db_path), memories)
+    return Switched(workspace, db_path, database, memories)

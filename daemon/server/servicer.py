@@ -193,8 +193,11 @@ class MemnestService(pb_grpc.MemnestServicer):
                               still_wanted=still_wanted,
                               origin=Origin.claimed(request.origin.via, claimed,
                                                     request.origin.session),
-                              confinement=self._confinement(identity))
+                              confinement=self._confinement(identity),
+                              reading=tool.read_only)
             result = tool.handler(ctx, arguments)
+            if ctx.found_nothing and isinstance(result, dict):
+                result = {**result, "no_memory": ctx.no_memory_note()}
             note = self._model_note(request)
             if note and isinstance(result, dict):
                 result = {**result, "model_note": note}

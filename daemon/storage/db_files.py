@@ -53,10 +53,22 @@ class _Plan:
     chmod: list[tuple[Path, int]] = field(default_factory=list)
 
 
+def check(db_path: str) -> None:
+    """What prepare() would refuse, changing nothing: for a database not opened yet."""
+    _plan(db_path)
+
+
 def prepare(db_path: str) -> None:
     """Check the folder and files of the database at `db_path` before it opens, then make
     them private. Every check runs first: a refused path has changed nothing. Raises
     UnsafeLocation."""
+    path = Path(db_path)
+    _carry_out(_plan(db_path))
+    if path.parent.name == OWN_FOLDER:
+        write_gitignore(str(path.parent))
+
+
+def _plan(db_path: str) -> _Plan:
     path = Path(db_path)
     plan = _Plan()
     _check_folder(path.parent, plan)
@@ -65,9 +77,7 @@ def prepare(db_path: str) -> None:
     ours = is_database or path.parent.name == OWN_FOLDER
     for suffix in SUFFIXES:
         _check_file(Path(db_path + suffix), ours, plan)
-    _carry_out(plan)
-    if path.parent.name == OWN_FOLDER:
-        write_gitignore(str(path.parent))
+    return plan
 
 
 def _carry_out(plan: _Plan) -> None:

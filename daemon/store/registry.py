@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import ToolError, invalid
+from ..storage import db_files
 from ..storage.database import ModelMismatch
 from ..storage.db_files import OWN_FOLDER, UnsafeLocation, unresolved
 from .known import KnownWorkspaces
@@ -74,6 +75,27 @@ def caller_database(workspace: str, db_path: str) -> str:
     return full
 
 
+def has_memory(workspace: str, db_path: str) -> bool:
+    """The workspace has a database to read, or a `.memnest/` folder (teammates' shared
+    files; a database made on the first write): opening it creates nothing outside
+    memnest's own folder. Otherwise a read must not open it."""
+    if db_path == ":memory:":
+        return True
+    path = database_path(workspace, db_path)
+    if db_path:
+        return os.path.lexists(path)
+    return os.path.lexists(os.path.dirname(path))
+
+
+def check_database(path: str) -> None:
+    """What opening the database at `path` would refuse, found without changing anything."""
+    try:
+        db_files.check(unresolved(path))
+    except UnsafeLocation as exc:
+        raise ToolError("permission_denied", f"will not open the database {path}: {exc}") \
+            from None
+
+
 def check_workspace(workspace: str) -> str:
     if not workspace:
         raise invalid("no workspace was given: set MEMORY_WORKSPACE or start the client in a "
@@ -131,6 +153,7 @@ class StoreRegistry:
         self._opening: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
         self.workspaces: dict[str, str] = {}  # caller workspace -> database path
+        self._empty: MemoryStore | None = None  # what a read of a folder with no memory sees
 
     def acquire(self, workspace: str, db_path: str) -> MemoryStore:
         """The store for a workspace, marked in use until release()."""
@@ -156,6 +179,24 @@ class StoreRegistry:
             store.users += 1
             self.workspaces[workspace] = key
         return store
+
+    def acquire_empty(self) -> MemoryStore:
+        """An empty ephemeral store, for a read of a workspace that has no memory: reading
+        creates nothing (no `.memnest/`, no database). One per daemon, never written; marked
+        in use until release()."""
+        with self._lock:
+            store = self._empty
+        if store is None:
+            store = self._open_database(":memory:")
+            with self._lock:
+                if self._empty is None:
+                    self._empty, store = store, None
+            if store is not None:  # another thread made one first
+                store.close()
+        with self._lock:
+            assert self._empty is not None
+            self._empty.users += 1
+            return self._empty
 
     def hold_open(self, workspace: str) -> MemoryStore | None:
         """The store of a workspace if it is open now, marked in use (release() it after);
@@ -307,6 +348,9 @@ class StoreRegistry:
     def close_all(self) -> None:
         with self._lock:
             stores, self._stores = list(self._stores.values()), {}
+            if self._empty is not None:
+                stores.append(self._empty)
+                self._empty = None
         for store in stores:
             _close(store)
 

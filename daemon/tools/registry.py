@@ -23,7 +23,7 @@ from ..operations import following
 from ..operations.carry_over import carry_over
 from ..operations.worktree_merge import merge_worktree
 from ..store import relocation
-from ..store.registry import StoreRegistry, database_path
+from ..store.registry import StoreRegistry, database_path, has_memory
 from ..store.resolution import Resolved, personal_folder, resolve
 from ..store.store import MemoryStore
 from ..team import sync as team
@@ -76,6 +76,8 @@ class ToolContext:
     resolution: Resolved | None = None
     tier: Tier = "workspace"  # "user": the personal tier's own context (personal())
     looking_in: bool = False  # another workspace a search reads (elsewhere()): only read
+    reading: bool = False  # a read-only tool: a workspace with no memory is not created
+    found_nothing: bool = False  # set when it was read so: no database, nothing created
     _store: MemoryStore | None = None
     _personal: ToolContext | None = None
     _others: list[ToolContext] = field(default_factory=list)  # elsewhere()'s, closed with it
@@ -89,6 +91,11 @@ class ToolContext:
     def store(self) -> MemoryStore:
         """The workspace's database, opened on first use; released by close()."""
         if self._store is None:
+            if (self.reading or self.looking_in) and self.tier != "user" and \
+                    not self.has_memory():
+                self.found_nothing = True
+                self._store = self.stores.acquire_empty()
+                return self._store
             self._store = self.stores.acquire(self.workspace, self.db_path)
             if self.tier == "user" or self.looking_in:  # read as it is: no team, no
                 return self._store  # followed files, no takeover
@@ -100,6 +107,20 @@ class ToolContext:
                 follow_check(self)
         return self._store
 
+    def has_memory(self) -> bool:
+        """Something to read: the workspace's memory, or a worktree's own earlier database
+        that the first call merges into it (moved_check)."""
+        where = self.resolution
+        return has_memory(self.workspace, self.db_path) or (
+            not self.db_path and where is not None and where.moved
+            and os.path.exists(database_path(where.checkout, "")))
+
+    def no_memory_note(self) -> str:
+        where = database_path(self.workspace, self.db_path) if self.db_path else \
+            os.path.join(self.workspace, ".memnest")
+        return (f"{self.workspace} has no memory yet ({where} does not exist); reading "
+                "created nothing. The first memory_store there creates it.")
+
     def personal(self) -> ToolContext | None:
         """The user's personal tier as a context of its own, or None when this caller may
         not reach it (a remote client whose certificate is not granted it)."""
@@ -110,7 +131,8 @@ class ToolContext:
         if self._personal is None:
             folder = personal_folder(self.settings.user_dir)
             self._personal = replace(self, workspace=folder, db_path="", resolution=None,
-                                     tier="user", _store=None, _personal=None, _others=[])
+                                     tier="user", found_nothing=False, _store=None,
+                                     _personal=None, _others=[])
         return self._personal
 
     def check_still_wanted(self) -> None:
@@ -133,8 +155,8 @@ class ToolContext:
             raise ToolError("permission_denied", f"tls client {self.confinement.identity!r} "
                             f"may not search the memory of {where.workspace}")
         other = replace(self, workspace=where.workspace, db_path="", resolution=where,
-                        tier="workspace", looking_in=True, _store=None, _personal=None,
-                        _others=[])
+                        tier="workspace", looking_in=True, found_nothing=False,
+                        _store=None, _personal=None, _others=[])
         self._others.append(other)
         return other
 

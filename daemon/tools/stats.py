@@ -4,6 +4,7 @@ from typing import Any, Mapping, Protocol, TypedDict
 
 from ..core.records import iso
 from ..operations.stats import stats
+from ..store.registry import database_path
 from .registry import Confinement, ToolContext, tool
 
 
@@ -48,7 +49,8 @@ def memory_stats(ctx: ToolContext, args: StatsArgs) -> dict[str, Any]:
                      "recalled": ctx.settings.user_recall} if found.personal_memories
         is not None else None,
         "worktree_merges": found.worktree_merges,
-        "database": store.db_path,
+        "database": store.db_path if not ctx.found_nothing else
+        database_path(ctx.workspace, ctx.db_path),
         "db_scope": scope,
         "memories": found.memories,
         "shared_memories": found.shared_memories,

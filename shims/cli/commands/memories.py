@@ -19,7 +19,8 @@ def cmd_stats(args: argparse.Namespace) -> None:
     resolved = stats.get("resolved") or {}
     if resolved.get("why"):
         print(f"           ({resolved['why']})")
-    print(f"database   {stats['database']}")
+    print(f"database   {stats['database']}"
+          + ("  (none yet: the first store creates it)" if stats.get("no_memory") else ""))
     print(f"memories   {stats['memories']}  (topics {stats['topics']})")
     if stats["categories"]:
         print("categories " + ", ".join(f"{k} {v}" for k, v in stats["categories"].items()))
@@ -151,7 +152,7 @@ def cmd_search(args: argparse.Namespace) -> None:
         print_json(result)
         return
     if not result["results"]:
-        print("no memories found")
+        print(result.get("no_memory") or "no memories found")
     for r in result["results"]:
         tags = f" [{', '.join(r['tags'])}]" if r["tags"] else ""
         where = " (personal)" if r.get("scope") == "user" else \
