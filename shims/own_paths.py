@@ -62,31 +62,42 @@ def own_folder(folder: Path, closed: int = PRIVATE, create: bool = True) -> bool
         return False
     except (FileNotFoundError, NotADirectoryError):
         pass  # missing (a file above it is refused below)
-    missing = _missing_from(folder)
     if not create:
         raise NotOurs(f"{folder} does not exist")
-    check_parent(missing[0].parent, "make a folder")
-    for part in missing:
-        try:
-            os.mkdir(part, 0o700)
-        except FileExistsError:  # made meanwhile by someone else: only if it passes
-            check_folder(part, closed)
-        except OSError as exc:
-            raise NotOurs(f"cannot make {part}: {exc.strerror}") from None
+    made = make_folders(folder, 0o700)
     info = check_folder(folder, closed)
-    if stat.S_IMODE(info.st_mode) != 0o700:
+    if folder in made and stat.S_IMODE(info.st_mode) != 0o700:
         os.chmod(folder, 0o700)  # made just now, under a umask that took the owner's bits
     return True
 
 
-def _missing_from(folder: Path) -> list[Path]:
-    """`folder` and the folders above it that do not exist, the outermost first."""
-    missing = [folder]
-    for parent in folder.parents:
-        if os.path.lexists(parent):
-            break
-        missing.insert(0, parent)
+def can_make_folders(folder: Path) -> list[Path]:
+    """The folders missing up to `folder`, the outermost first (none when it is there), once
+    the nearest folder there is found to be one memnest may make folders in (check_parent).
+    Raises NotOurs."""
+    missing: list[Path] = []
+    here = Path(os.path.abspath(folder))
+    while not os.path.lexists(here):
+        missing.insert(0, here)
+        here = here.parent
+    check_parent(here, "make a folder" if missing else "write")
     return missing
+
+
+def make_folders(folder: Path, mode: int = 0o777) -> list[Path]:
+    """The folders missing up to `folder`, made with `mode` (under the umask) once
+    can_make_folders allows it; the ones made. A folder that was there is never changed."""
+    made = []
+    for part in can_make_folders(folder):
+        try:
+            os.mkdir(part, mode)
+        except FileExistsError:  # made meanwhile: used only as a real folder of this user
+            check_folder(part, closed=0)
+            continue
+        except OSError as exc:
+            raise NotOurs(f"cannot make {part}: {exc.strerror}") from None
+        made.append(part)
+    return made
 
 
 def check_parent(parent: Path, doing: str = "write") -> None:

@@ -36,6 +36,7 @@ from .editor_configs import (
     Plan,
     choose_model,
     desired_env,
+    existing_file,
     load,
     mcp_command,
     refuse_links,
@@ -200,7 +201,7 @@ def plan_hooks(client: str, workspace: Path, model: str | None = None,
         after = json.loads(json.dumps(base.after))
         merged_entry = (base.client.servers_key, base.name) if isinstance(base, Plan) else None
     else:
-        exists = target.exists()
+        exists = existing_file(target)
         before, lenient = load(target) if exists else ({}, False)
         after = json.loads(json.dumps(before))
     for key, value in spec.top:
@@ -320,7 +321,7 @@ def _taken_out(workspace: Path, target: Path, grouped: bool) -> HooksPlan | None
     """`target` with memnest's hooks taken out (an event left empty goes, and "hooks" when
     nothing is left); None when there is no such file."""
     refuse_links(workspace, target)
-    if not target.exists():
+    if not existing_file(target):
         return None
     before, lenient = load(target)
     after = json.loads(json.dumps(before))
@@ -353,9 +354,7 @@ class OwnedFile(FilePlan):
 def _owned(workspace: Path, rel: str, content: str) -> OwnedFile:
     target = workspace / rel
     refuse_links(workspace, target)
-    exists = target.exists()
-    if exists and not target.is_file():
-        raise ConfigError(f"{target} is not a regular file; nothing was changed")
+    exists = existing_file(target)
     before = target.read_text(encoding="utf-8", errors="replace") if exists else ""
     # before/after hold the text, so that `changed` compares contents
     return OwnedFile(target, exists, {"text": before}, {"text": content}, False, content)

@@ -12,8 +12,8 @@ import json
 import os
 import re
 import shutil
+import stat
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +22,18 @@ from typing import Any
 from memnest_proto.contract import DEFAULT_MODEL
 
 from ..client import DaemonClient
+from ..own_paths import (
+    PRIVATE,
+    UNSHARED,
+    NotOurs,
+    can_make_folders,
+    check_folder,
+    check_target,
+    make_folders,
+    open_append,
+    own_folder,
+    write_file,
+)
 
 # A config file as parsed: JSON (or Codex's TOML) objects of whatever the user put there.
 Document = dict[str, Any]
@@ -232,12 +244,28 @@ def refuse_links(workspace: Path, target: Path) -> None:
                               "itself), then run this again. Nothing was changed.")
 
 
+def existing_file(target: Path) -> bool:
+    """Whether `target` is there: a regular file, never a link (memnest would replace the
+    link or write where it leads) nor anything else."""
+    try:
+        info = os.lstat(target)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    if stat.S_ISLNK(info.st_mode):
+        raise ConfigError(f"{target} is a symbolic link; memnest does not write through links "
+                          f"(name the file it leads to with --file {os.path.realpath(target)}). "
+                          "Nothing was changed.")
+    if not stat.S_ISREG(info.st_mode):
+        raise ConfigError(f"{target} is not a regular file; nothing was changed")
+    return True
+
+
 def plan(client: str, workspace: Path, path: Path | None = None, name: str = "memnest",
          model: str | None = None) -> Plan:
     spec = CLIENTS[client]
     target = path or spec.path(workspace)
     refuse_links(workspace, target)
-    exists = target.exists()
+    exists = existing_file(target)
     before, lenient = _read(spec, target) if exists else ({}, False)
     after = json.loads(json.dumps(before))  # a deep copy that keeps key order
     servers = after.setdefault(spec.servers_key, {})
@@ -326,19 +354,26 @@ def backup_path(target: Path, workspace: Path | None) -> Path:
 
 
 def _make_backup(target: Path, workspace: Path | None) -> Path:
+    """A copy of `target` (as it is, with its mode) made as a new file, never through a link;
+    backups beyond the last KEEP_BACKUPS of the file are removed."""
     backup = backup_path(target, workspace)
-    if workspace is not None:
-        refuse_links(workspace, backup)
     folder = backup.parent
-    if not folder.exists():
-        folder.mkdir(parents=True, mode=0o700)
-        if folder.name == "backups" and folder.parent.name == ".memnest":
-            (folder / ".gitignore").write_text("# memnest's backups of editor config files\n*\n")
+    if folder.name == "backups" and folder.parent.name == ".memnest":
+        _backups_folder(folder, create=True)
+    fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
+        data, mode = f.read(), stat.S_IMODE(os.fstat(f.fileno()).st_mode)
     n = 1
-    while backup.exists() or backup.is_symlink():
-        n += 1
-        backup = backup.with_name(f"{backup.name.split('~')[0]}~{n}")
-    shutil.copy2(target, backup)
+    while True:
+        try:
+            out = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            break
+        except FileExistsError:  # a backup of this second already, or a link by its name
+            n += 1
+            backup = backup.with_name(f"{backup.name.split('~')[0]}~{n}")
+    with os.fdopen(out, "wb") as copy:
+        copy.write(data)
+        os.fchmod(copy.fileno(), mode)
     prefix = backup.name.split(BACKUP_MARK)[0] + BACKUP_MARK
     older = sorted((f for f in folder.iterdir() if f.name.startswith(prefix) and f != backup),
                    key=lambda f: f.name)
@@ -347,29 +382,57 @@ def _make_backup(target: Path, workspace: Path | None) -> Path:
     return backup
 
 
+def _backups_folder(folder: Path, create: bool) -> None:
+    """.memnest/backups/: made 0700 (with .memnest/, 0700, when there is none) and ignoring
+    itself in git; one that is there must be a real folder of the user's that others cannot
+    enter, in a .memnest/ of the user's that others cannot write. Nothing there is chmodded."""
+    own_folder(folder.parent, UNSHARED, create=create)
+    if own_folder(folder, PRIVATE, create=create):
+        fd = os.open(folder / ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                     0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write("# memnest's backups of editor config files\n*\n")
+
+
+def check_writable(p: FilePlan, workspace: Path | None) -> None:
+    """Raise ConfigError, having changed nothing, unless `p` can be written as apply writes
+    it: its file no link, a regular file of the user's or none; the folders missing on the
+    way to be made inside a folder of the user's (or root's); its backup folder usable."""
+    if not p.changed:
+        return
+    try:
+        if workspace is not None:
+            refuse_links(workspace, p.path)
+        if can_make_folders(p.path.parent) == []:
+            check_target(p.path)
+        backups = backup_path(p.path, workspace).parent
+        if p.exists and backups.name == "backups" and backups.parent.name == ".memnest":
+            if os.path.lexists(backups.parent):
+                own_folder(backups.parent, UNSHARED, create=False)
+            if os.path.lexists(backups):
+                own_folder(backups, PRIVATE, create=False)
+    except NotOurs as exc:
+        raise ConfigError(f"{exc}. Nothing was changed.") from None
+
+
 def apply(p: FilePlan, workspace: Path | None = None) -> Path | None:
-    """Write the plan; returns the backup of the previous file, if there was one."""
+    """Write the plan (check_writable first); returns the backup of the previous file, if
+    there was one. The file replaces the old one whole, keeping its mode; the folders missing
+    on the way are made, and none that was there is changed."""
     if not p.changed:
         return None
-    p.path.parent.mkdir(parents=True, exist_ok=True)
-    backup = _make_backup(p.path, workspace) if p.exists else None
-    mode = p.path.stat().st_mode & 0o777 if p.exists else 0o600
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.path.name}.", dir=p.path.parent)
+    check_writable(p, workspace)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(p.text())
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, p.path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        make_folders(p.path.parent)
+        backup = _make_backup(p.path, workspace) if p.exists else None
+        mode = stat.S_IMODE(os.lstat(p.path).st_mode) if p.exists else 0o600
+        write_file(p.path, p.text().encode("utf-8"), mode)
+    except NotOurs as exc:
+        raise ConfigError(f"{exc}. Nothing was changed.") from None
     # Read it back: our part, and everything else exactly as it was.
     if not p.reads_back():
         if backup is not None:
-            shutil.copy2(backup, p.path)
+            write_file(p.path, backup.read_bytes(), mode)
         raise ConfigError(f"{p.path} did not read back as written; the previous file was "
                           "restored")
     return backup
@@ -532,11 +595,30 @@ def keep_out_of_git(workspace: Path, written: list[Path]) -> list[str]:
                          "memnest's entry out of your commits (or untrack the file)")
         elif git("check-ignore", "-q", "--", rel).returncode != 0:
             added.append(rel)
-    if added and not exclude.is_symlink():
-        exclude.parent.mkdir(parents=True, exist_ok=True)
-        with open(exclude, "a", encoding="utf-8") as f:
-            f.write("# memnest: files with this machine's paths\n"
-                    + "".join(f"/{rel}\n" for rel in added))
-        notes.append(f"kept {', '.join(added)} out of commits (.git/info/exclude): they name "
-                     "paths of this machine")
+    if added:
+        notes.append(_exclude(workspace, exclude, added))
     return notes
+
+
+def _exclude(workspace: Path, exclude: Path, added: list[str]) -> str:
+    """`added` appended to the project's own .git/info/exclude (in a real .git folder of the
+    user's; .git/info made as git makes it when missing); a note saying what was done, or
+    what to add where when git names another file (a worktree's list is its repository's,
+    found through a file the project carries: memnest does not follow it there)."""
+    lines = "".join(f"/{rel}\n" for rel in added)
+    own = workspace / ".git" / "info" / "exclude"
+    try:
+        if Path(os.path.normpath(exclude)) != own:
+            raise NotOurs(f"{exclude} is not {own}")
+        check_folder(own.parent.parent, UNSHARED)
+        make_folders(own.parent)
+        check_folder(own.parent, UNSHARED)
+        fd = open_append(own)
+    except NotOurs as exc:
+        return (f"{', '.join(added)} name paths of this machine: add "
+                f"{' '.join(lines.split())} to {exclude} to keep them out of commits "
+                f"(memnest did not: {exc})")
+    with os.fdopen(fd, "a", encoding="utf-8") as f:
+        f.write("# memnest: files with this machine's paths\n" + lines)
+    return (f"kept {', '.join(added)} out of commits (.git/info/exclude): they name paths "
+            "of this machine")

@@ -1,11 +1,13 @@
 """memnest-ctl config: add memnest to an MCP client's config file, with the hooks, rules and
 instructions files that make memory work unasked (editor_configs.py, agent_hooks.py)."""
 import argparse
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from memnest_proto.contract import DEFAULT_MODEL
 
+from ...workspace import system_folder
 from .. import agent_hooks, editor_configs
 from ..common import Command, ExitCode, Failure, check_model, print_json
 from ..editor_configs import CLIENTS, Check, FilePlan, Plan
@@ -72,11 +74,15 @@ def cmd_config(args: argparse.Namespace) -> None:
 
 def write(args: argparse.Namespace, workspace: Path, path: Path | None,
           with_extras: bool) -> Written:
+    check_project(workspace)
     plan = editor_configs.plan(args.client, workspace, path, args.name, args.model)
     extras = agent_hooks.integration(args.client, workspace, args.model, plan) \
         if with_extras else []
     # an extra in the entry's own file (Gemini's settings, Kiro's agent) holds the entry
     together = any(extra.path == plan.path for extra in extras)
+    # Every file is checked before any is written: a refused config changes nothing.
+    for each in (plan, *extras):
+        editor_configs.check_writable(each, workspace)
     backup = None if together else editor_configs.apply(plan, workspace)
     backups = [editor_configs.apply(extra, workspace) for extra in extras]
     if together:
@@ -130,7 +136,21 @@ def print_integration(client: str, workspace: Path, model: str | None) -> None:
         print(plan.text(), end="")
 
 
+def check_project(workspace: Path) -> None:
+    """config writes in the project only when it is a project of the user's: not a system
+    folder (as the daemon refuses it), not another user's (files made there as root would
+    be theirs no more)."""
+    if system_folder(str(workspace)):
+        raise Failure(f"{workspace} is a system folder, not a project: run this in a project "
+                      "or give --workspace DIR")
+    owner = workspace.stat().st_uid
+    if owner != os.getuid():
+        raise Failure(f"{workspace} belongs to uid {owner}, not to you (uid {os.getuid()}): "
+                      "memnest writes editor configs only in your own projects")
+
+
 def remove_integration(client: str, workspace: Path) -> None:
+    check_project(workspace)
     done = agent_hooks.remove_integration(client, workspace) \
         if client in agent_hooks.HOOK_CLIENTS else []
     print("\n".join(done) or "no memnest hooks or files to remove")
