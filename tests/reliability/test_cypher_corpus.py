@@ -1,10 +1,30 @@
 """The Cypher guard corpus (tests/cypher_corpus.py) through the daemon: a sample, then the
 whole corpus in one run: every destructive or forbidden entry is refused, every write entry
 is refused with read_only, unreadable text is invalid_argument, nothing is ever `internal`,
-and every memory survives the whole corpus."""
+every memory survives the whole corpus, and no file the corpus names is written or changed
+(the files it would write are absent after it; /etc and /etc/passwd as they were)."""
+import os
+import re
+
 import pytest
 from cypher_corpus import CORPUS, UNREADABLE, D, F, R, W
 from memnest_shims.client import ToolFailure
+
+NAMED = sorted({path for query, _, _ in CORPUS for path in re.findall(r"'(/[^']+)'", query)})
+
+
+def _files_named() -> dict[str, tuple | None]:
+    """Each absolute path the corpus names: its mode, owner, size and mtime, or None."""
+    seen: dict[str, tuple | None] = {}
+    for path in NAMED + ["/etc"]:
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            seen[path] = None
+            continue
+        seen[path] = (info.st_mode, info.st_uid, info.st_size,
+                      None if path == "/etc" else info.st_mtime_ns)
+    return seen
 
 
 def test_daemon_refuses_destructive_and_forbidden_queries(call):
@@ -41,6 +61,8 @@ def test_daemon_runs_reads_from_the_corpus(call):
 
 
 def test_whole_guard_corpus_through_the_daemon(call):
+    files = _files_named()
+    assert "/etc/passwd" in files and files["/tmp/memnest-guard-out.csv"] is None
     stored = call("memory_store", items=[{"content": "The deploy script lives in ops/"},
                                          {"content": "Releases are cut on Tuesdays"}])
     ids = sorted(r["id"] for r in stored["results"])
@@ -62,3 +84,4 @@ def test_whole_guard_corpus_through_the_daemon(call):
     assert sorted(m["id"] for m in call("memory_list")["memories"]) == ids
     assert call("memory_stats")["index_health"]["healthy"]
     assert refused >= len([k for _, k, _ in CORPUS if k in (D, F, W)])
+    assert _files_named() == files

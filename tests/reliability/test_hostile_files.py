@@ -20,11 +20,15 @@ def _victim(tmp_path):
 
 
 def _refused(call, workspace, *words):
+    """A write there is refused, and nothing beside the workspace (the planted files, their
+    targets, the `.memnest/` folder as the clone made it) changed mode, owner or content."""
+    before = _snapshot(workspace.parent)
     with pytest.raises(ToolFailure) as failure:
         call("memory_store", ws=workspace, content="The cache key includes the tenant id")
     assert failure.value.code == "permission_denied", failure.value
     for word in words:
         assert word in failure.value.message, failure.value.message
+    assert _snapshot(workspace.parent) == before
     return failure.value.message
 
 
@@ -151,7 +155,8 @@ def test_a_database_path_never_overwrites_another_file(call, tmp_path):
         assert _snapshot(tmp_path) == before, path
     pinned = call("memory_set_workspace", workspace=str(tmp_path),
                   db_path=str(team / "own.lbug"))
-    assert pinned["memories"] == 0 and (team / "own.lbug").read_bytes()[:4] == b"LBUG"
+    assert pinned["memories"] == 0 and pinned["database"] == str(team / "own.lbug")
+    assert not (team / "own.lbug").exists()  # made by the first write, not by a switch
 
 
 def _snapshot(root):

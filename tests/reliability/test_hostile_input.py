@@ -1,7 +1,9 @@
 """Hostile input through the gRPC API: random argument values for every tool (random types,
-huge strings (2 MB in the pathological cases), deep JSON, unicode edge cases, NUL bytes, negative and enormous numbers) and
-malformed gRPC payloads from a raw client. The daemon never dies, and every failure is a
-structured ToolFailure whose code is never `internal`."""
+huge strings (2 MB in the pathological cases), deep JSON, unicode edge cases, NUL bytes,
+negative and enormous numbers, the paths of decoy files and folders, also as the request's
+database path) and malformed gRPC payloads from a raw client. The daemon never dies, every
+failure is a structured ToolFailure whose code is never `internal`, and no decoy (nor /etc,
+/etc/passwd) changes after any call (tests/decoys.py)."""
 import json
 import os
 import tempfile
@@ -9,6 +11,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from decoys import Decoys
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from memnest_proto import memnest_pb2 as pb
@@ -23,10 +26,15 @@ SLOW = {"memory_dream", "memory_reindex"}
 EDGE_TEXT = ["", " ", "\x00", "a\x00b", "\ud7ff", "\ufeff", "\u202e", "\U0010ffff", "é" * 3,
              "e\u0301", "🧠" * 50, "\r\n", "../../etc/passwd", "/etc/passwd", "~", ".memnest",
              "MATCH (n) DETACH DELETE n", "'; DROP TABLE x; --", "%s%n", "{}", "null"]
+# Ordinary files and folders of the user's, made once for the module: hostile calls name them.
+DECOYS = Decoys(Path(tempfile.mkdtemp(prefix="memnest-decoys-")) / "decoys")
+DECOY_PATHS = [str(p) for p in DECOYS.hostile().values()] + \
+    [str(DECOYS.folder / "memory.lbug"), str(DECOYS.file) + ".lbug",
+     str(DECOYS.link / ".memnest" / "memory.lbug"), str(DECOYS.others / "x.lbug")]
 numbers = st.one_of(st.integers(), st.integers(min_value=-2**70, max_value=2**70),
                     st.sampled_from([0, -1, 2**31, 2**63, -2**63, 10**30]),
                     st.floats(allow_nan=True, allow_infinity=True))
-text = st.one_of(st.text(max_size=60), st.sampled_from(EDGE_TEXT),
+text = st.one_of(st.text(max_size=60), st.sampled_from(EDGE_TEXT), st.sampled_from(DECOY_PATHS),
                  st.builds(lambda c, n: c * n, st.sampled_from(["x", "é", "\x00", "🧠"]),
                            st.sampled_from([1_000, 100_000])))
 leaf = st.one_of(st.none(), st.booleans(), numbers, text)
@@ -49,9 +57,9 @@ def hostile_ws():
     return Path(tempfile.mkdtemp(prefix="memnest-hostile-")).resolve()
 
 
-def _check_call(client, tool, arguments_json, ws) -> None:
+def _check_call(client, tool, arguments_json, ws, db_path: str = "") -> None:
     request = pb.CallToolRequest(tool=tool, workspace=str(ws), arguments_json=arguments_json,
-                                 client="hostile-test")
+                                 client="hostile-test", db_path=db_path)
     response = client._connect().CallTool(request, timeout=120)
     if response.HasField("error"):
         assert response.error.code and response.error.code != "internal", \
@@ -77,11 +85,14 @@ def test_random_arguments_on_every_tool(daemon, hostile_ws, slow):
         keys = st.one_of(st.sampled_from(props), st.text(max_size=8)) if props else st.text(
             max_size=8)
         arguments = data.draw(st.dictionaries(keys, value, max_size=4), label="arguments")
+        db_path = data.draw(st.one_of(st.just(""), st.sampled_from(DECOY_PATHS + EDGE_TEXT)),
+                            label="db_path")
         try:
             raw = json.dumps(arguments, ensure_ascii=data.draw(st.booleans()))
         except ValueError:
             return
-        _check_call(client, tool, raw, hostile_ws)
+        _check_call(client, tool, raw, hostile_ws, db_path)
+        DECOYS.assert_untouched()
 
     try:
         run()
