@@ -131,3 +131,19 @@ def test_no_snapshots_when_keep_is_zero(tmp_path):
                                              SIGNATURE, "graph page", "", 0)
     assert snapshots is None and Path(path).read_bytes() == page
     assert sorted(p.name for p in (ws / ".memnest").iterdir()) == ["graph.html"]
+
+
+def test_a_snapshot_folder_in_the_output_folder_keeps_its_mode(tmp_path):
+    """Outside .memnest/ the snapshot folder may be the user's own: used, never chmodded
+    (inside .memnest/ a more open one is made private, as every folder memnest keeps)."""
+    ws, out = tmp_path / "ws", tmp_path / "out"
+    ws.mkdir()
+    (out / "graph-snapshots").mkdir(parents=True)
+    os.chmod(out / "graph-snapshots", 0o755)
+    page = SIGNATURE + b"\n<p>one</p>"
+    for _ in range(2):
+        path, snapshots = write_file_keeping(str(ws), str(out / "graph.html"), "graph.html",
+                                             page, SIGNATURE, "graph page", str(out), 5)
+    assert snapshots is not None and snapshots["kept"]
+    assert stat.S_IMODE((out / "graph-snapshots").stat().st_mode) == 0o755
+    assert stat.S_IMODE(Path(snapshots["kept"]).stat().st_mode) == 0o600

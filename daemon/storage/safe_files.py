@@ -35,6 +35,7 @@ import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import NoReturn, Protocol, TypedDict
 
 try:
@@ -399,8 +400,11 @@ def _open_snapshot_folder(dir_fd: int, folder: str, shown: str, create: bool) ->
         raise _dir_refusal(refused, shown, _raise_os_error) from None
     try:
         st = os.fstat(fd)
-        if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o077:
-            os.fchmod(fd, 0o700)  # private, as every folder memnest keeps
+        # private, as every folder memnest keeps; a folder outside .memnest/ (an output
+        # folder's) may be the user's own, and its mode is theirs
+        if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o077 and \
+                ".memnest" in Path(shown).parts:
+            os.fchmod(fd, 0o700)
     except BaseException:
         os.close(fd)
         raise
