@@ -12,6 +12,7 @@ installing: memnest-mcp starts memnestd on demand and it exits when idle.
 import os
 import plistlib
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -23,6 +24,15 @@ from typing import TYPE_CHECKING, Literal, TypedDict
 from memnest_proto import paths
 
 from ..client import DaemonClient, daemon_command
+from ..own_paths import (
+    UNSHARED,
+    NotOurs,
+    can_make_folders,
+    check_target,
+    make_folders,
+    own_folder,
+    write_file,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -37,6 +47,7 @@ SERVICE_UNIT = "memnestd.service"
 SOCKET_UNIT = "memnestd.socket"
 LABEL = "dev.memnest.memnestd"
 VERIFY_TIMEOUT_S = 120.0
+UNIT_HEADER = "# Installed by `memnest-ctl service install`"  # how memnest's units start
 
 # Daemon settings worth carrying into the service's environment when set in this shell.
 DAEMON_ENV = (
@@ -158,8 +169,7 @@ def render_systemd(setup: Setup) -> dict[str, str]:
     exec_start = " ".join(_systemd_quote(w) for w in setup.argv)
     environment = "\n".join("Environment=" + _systemd_quote(f"{k}={v}")
                             for k, v in sorted(setup.env.items()))
-    header = ("# Installed by `memnest-ctl service install` from memnest's template; "
-              "reinstalling overwrites it.\n")
+    header = (f"{UNIT_HEADER} from memnest's template; reinstalling overwrites it.\n")
     service = _template(SYSTEMD_TEMPLATES, SERVICE_UNIT) \
         .replace("@EXEC_START@", exec_start) \
         .replace("@ENVIRONMENT@\n", environment + "\n" if environment else "")
@@ -331,6 +341,8 @@ def install(dry_run: bool = False, model: str | None = None, report: Report | No
                          "files": [str(f) for f in files], "commands": commands,
                          "installed": False}
     if dry_run:
+        if running:
+            _check_files(kind, contents)
         for path, data in contents.items():
             report.step("file", f"# would write {path}:\n{data.decode().rstrip()}\n",
                         path=str(path))
@@ -347,17 +359,21 @@ def install(dry_run: bool = False, model: str | None = None, report: Report | No
         result["reason"] = why
         return result
 
+    _check_files(kind, contents)
+    if kind == "launchd":
+        _log_dir(setup.log_dir)
     changed = False
     for path, data in contents.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        previous = path.read_bytes() if path.exists() else None
-        if previous != data:
-            path.write_bytes(data)
-            changed = True
+        previous = _read(path)
+        try:
+            make_folders(path.parent)
+            if previous != data:
+                write_file(path, data, 0o644)
+                changed = True
+        except NotOurs as exc:
+            raise ServiceError(f"{exc}; the service is not installed") from None
         state = "unchanged" if previous == data else "replaced" if previous else "wrote"
         report.step("file", f"{state} {path}", path=str(path))
-    if kind == "launchd":
-        setup.log_dir.mkdir(parents=True, exist_ok=True)
     service_pid = _service_pid(kind)
     _stop_on_demand_daemon(setup.socket, report, keep_pid=service_pid)
     if kind == "launchd" and (changed or not service_pid):
@@ -377,6 +393,51 @@ def install(dry_run: bool = False, model: str | None = None, report: Report | No
     status = _verify(setup.socket, report)
     result.update({"installed": True, "pid": status.pid, "version": status.version})
     return result
+
+
+def _check_files(kind: str, contents: dict[Path, bytes]) -> None:
+    """Every file install writes may be written, before any is: its folder one of the
+    user's (made when missing), the file no link, and a file there one memnest wrote."""
+    for path in contents:
+        try:
+            exists = can_make_folders(path.parent) == [] and check_target(path)
+        except NotOurs as exc:
+            raise ServiceError(f"{exc}; nothing was installed") from None
+        if exists and not written_by_memnest(kind, _read(path)):
+            raise ServiceError(f"{path} is there and was not written by memnest; move it "
+                               "away (or name memnest's service otherwise), then install "
+                               "again. Nothing was installed.")
+
+
+def written_by_memnest(kind: str, data: bytes | None) -> bool:
+    """Whether a unit file's or plist's contents are what `service install` writes."""
+    if data is None:
+        return False
+    if kind == "systemd":
+        return data.startswith(UNIT_HEADER.encode())
+    try:
+        return bool(plistlib.loads(data).get("Label") == LABEL)
+    except Exception:  # noqa: BLE001 - not a plist of ours, whatever plistlib found wrong
+        return False
+
+
+def _read(path: Path) -> bytes | None:
+    """A service file's contents, read without following a link; None when there is none."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        return f.read(1 << 20) if stat.S_ISREG(os.fstat(f.fileno()).st_mode) else None
+
+
+def _log_dir(folder: Path) -> None:
+    """launchd writes the daemon's output there: made 0700 when missing; refused when it is
+    a link, another user's or writable by every user."""
+    try:
+        own_folder(folder, UNSHARED)
+    except NotOurs as exc:
+        raise ServiceError(f"the log folder {exc}; nothing was installed") from None
 
 
 def _run_reported(cmd: list[str], report: Report, tolerate: bool = False) -> None:
@@ -473,6 +534,9 @@ def uninstall(dry_run: bool = False, report: Report | None = None,
     else:
         report.step("note", f"{why}: removing the files only")
     for path in files:
+        if not written_by_memnest(kind, _read(path)):
+            report.step("note", f"left {path}: memnest did not write it", path=str(path))
+            continue
         path.unlink()
         report.step("file", f"removed {path}", path=str(path))
     for cmd in commands[1:]:
