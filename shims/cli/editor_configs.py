@@ -431,8 +431,13 @@ def apply(p: FilePlan, workspace: Path | None = None) -> Path | None:
         raise ConfigError(f"{exc}. Nothing was changed.") from None
     # Read it back: our part, and everything else exactly as it was.
     if not p.reads_back():
-        if backup is not None:
+        if backup is None:
+            raise ConfigError(f"{p.path} did not read back as written")
+        try:
             write_file(p.path, backup.read_bytes(), mode)
+        except NotOurs as exc:
+            raise ConfigError(f"{p.path} did not read back as written, and the previous "
+                              f"file could not be put back ({exc}): it is {backup}") from None
         raise ConfigError(f"{p.path} did not read back as written; the previous file was "
                           "restored")
     return backup
