@@ -662,3 +662,47 @@ def test_the_personal_tier_needs_its_grant(remote, monkeypatch):
         alice.close()
     local.call_tool("memory_delete", {"id": mine["id"]}, str(remote.sibling))
     local.close()
+
+
+def test_a_search_of_every_workspace_names_none_a_remote_client_may_not_use(remote,
+                                                                           monkeypatch):
+    """Issue 55 (8): `workspaces: ["*"]` from a remote client searched its own folders and
+    listed the daemon user's other projects in workspaces_not_searched."""
+    local = _local(remote, monkeypatch)
+    local.call_tool("memory_store", {"content": "The sibling project keeps its own notes"},
+                    str(remote.sibling))
+    local.close()
+    alice = remote_client(monkeypatch, remote.client_env())
+    try:
+        found = alice.call_tool("memory_search", {"query": "notes", "workspaces": ["*"]},
+                                str(remote.allowed))
+    finally:
+        alice.close()
+    assert str(remote.sibling) not in json.dumps(found)
+    assert all(w.startswith(str(remote.allowed)) for w in found.get("workspaces_searched", []))
+
+
+def test_a_personal_export_in_an_allowed_folder_stays_personal(remote, monkeypatch):
+    """Issue 55 (9): the local user exports the personal tier into a folder alice may use;
+    alice, without "@personal", cannot import it into her workspace and read it there."""
+    local = _local(remote, monkeypatch)
+    mine = local.call_tool("memory_store", {"content": "My locker code is 4471 and my doctor is "
+                                            "Dr Reyes", "category": "preference",
+                                            "scope": "user"}, str(remote.sibling))
+    exported = local.call_tool("memory_export", {"personal": True}, str(remote.sibling))
+    target = remote.allowed / "backup-personal.json"
+    shutil.copyfile(exported["path"], target)
+    local.close()
+    alice = remote_client(monkeypatch, remote.client_env())
+    try:
+        refused = _refusal(alice, "memory_import", {"path": str(target)}, remote.allowed)
+        assert refused.code == "permission_denied" and "personal" in refused.message
+        found = alice.call_tool("memory_search", {"query": "locker code doctor"},
+                                str(remote.allowed))
+        assert "4471" not in json.dumps(found)
+    finally:
+        alice.close()
+        target.unlink()
+        local = _local(remote, monkeypatch)
+        local.call_tool("memory_delete", {"id": mine["id"]}, str(remote.sibling))
+        local.close()

@@ -327,6 +327,28 @@ def _hook(event: str, payload: dict, env: dict, cwd: Path) -> str:
         if out.stdout.strip() else ""
 
 
+def test_the_personal_database_is_no_db_path(own_daemon, tmp_path):
+    """Issue 55 (10): memory_set_workspace (or the request's db_path) naming the personal
+    tier's database file would open it as a workspace's, team folder and all."""
+    personal = Path(own_daemon.env["MEMNEST_USER_DIR"]) / ".memnest" / "memory.lbug"
+    client = own_daemon.client()
+    try:
+        client.call_tool("memory_store", {"content": "I like short commit subjects",
+                                          "scope": "user"}, str(tmp_path))
+        assert personal.exists()
+        for call in (lambda: client.call_tool("memory_set_workspace",
+                                              {"workspace": str(tmp_path),
+                                               "db_path": str(personal)}, str(tmp_path)),
+                     lambda: client.call_tool("memory_list", {}, str(tmp_path),
+                                              str(personal))):
+            with pytest.raises(ToolFailure) as refused:
+                call()
+            assert refused.value.code == "permission_denied"
+            assert "personal tier" in refused.value.message
+    finally:
+        client.close()
+
+
 def test_the_personal_tier_is_exported_and_comes_back(pcall, tmp_path):
     a = (tmp_path / "project-x").resolve()
     a.mkdir()

@@ -53,7 +53,7 @@ def export_memories(ctx: CallContext, path: str | None, with_paths: bool,
     reach."""
     content = read_content(ctx.store, ctx.workspace)
     doc = export_document(content.memories, content.edges, content.verdicts, content.model,
-                          ctx.workspace if with_paths else None)
+                          ctx.workspace if with_paths else None, ctx.personal() is ctx)
     data = (json.dumps(doc, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
     assert data.startswith(SIGNATURE)
     default = f"{DEFAULT_DIR}/memories-{datetime.now(timezone.utc):%Y%m%d-%H%M%S-%f}.json"
@@ -137,13 +137,16 @@ def read_content(store: MemoryStore, workspace: str) -> Content:
 
 
 def export_document(memories: list[Memory], edges: list[Edge], verdicts: list[tuple[int, int]],
-                    model: str, workspace: str | None) -> ExportFile:
+                    model: str, workspace: str | None, personal: bool = False) -> ExportFile:
     """The file's JSON: memories keyed "m<id>", links and verdicts naming those keys.
-    `workspace`: the workspace's path to record in it, or None to leave paths out."""
+    `workspace`: the workspace's path to record in it, or None to leave paths out;
+    `personal`: the personal tier's, marked so that only a caller granted it imports it."""
     # built in the order of the file's fields, header first
-    doc: dict[str, Any] = {"format": FORMAT, "version": VERSION_1,
-                           "exported_at": _time(utcnow()), "generator": f"memnest {VERSION}",
-                           "embedding_model": model}
+    doc: dict[str, Any] = {"format": FORMAT, "version": VERSION_1}
+    if personal:
+        doc["tier"] = "user"
+    doc.update({"exported_at": _time(utcnow()), "generator": f"memnest {VERSION}",
+                "embedding_model": model})
     if workspace is not None:
         doc["workspace"] = workspace
     doc["counts"] = {"memories": len(memories), "edges": len(edges),

@@ -90,6 +90,9 @@ def import_file(ctx: CallContext, path: str, confined: Confined | None = None) -
     data, shown = read_file(ctx.workspace, path, MAX_IMPORT_BYTES, confined)
     parsed = parse_export(data, shown, ctx.settings)
     del data
+    if parsed.personal and ctx.personal() is None:
+        raise ToolError("permission_denied", f"{shown} is an export of the personal tier, "
+                        "which this caller is not granted; nothing was imported")
     return load(ctx, parsed, shown)
 
 

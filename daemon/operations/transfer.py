@@ -74,6 +74,7 @@ class _FileKeys(TypedDict):
 
 
 class ExportFile(_FileKeys, total=False):
+    tier: str  # "user": the personal tier's memories (reached only with its grant)
     exported_at: str | None
     generator: str
     embedding_model: str
@@ -110,6 +111,7 @@ FILE_SCHEMA: dict[str, Any] = {
     "properties": {
         "format": {"const": FORMAT},
         "version": {"type": "integer"},
+        "tier": {"const": "user"},
         "exported_at": _STAMP,
         "generator": {"type": "string", "maxLength": 200},
         "embedding_model": {"type": "string", "maxLength": 200},
@@ -147,6 +149,7 @@ class Parsed:
     verdicts: list[tuple[int, int]]
     model: str | None  # the model the exporting daemon embedded with
     left_out: LeftOut = field(default_factory=LeftOut)  # private text and secrets not imported
+    personal: bool = False  # an export of the personal tier
 
 
 class Bad(ValueError):
@@ -165,7 +168,8 @@ def parse_export(data: bytes, shown: str, settings: Settings) -> Parsed:
                                          "keep_separate": len(verdicts)})
     except Bad as exc:
         raise invalid(f"{shown} is not a usable memnest export: {exc}") from None
-    return Parsed(items, list(index), edges, verdicts, doc.get("embedding_model"), left_out)
+    return Parsed(items, list(index), edges, verdicts, doc.get("embedding_model"), left_out,
+                  doc.get("tier") == "user")
 
 
 # -- the document as a whole -----------------------------------------------------------------

@@ -159,6 +159,12 @@ class StoreRegistry:
         """The store for a workspace, marked in use until release()."""
         path = database_path(workspace, db_path)
         key = path if path == ":memory:" else unresolved(path)
+        if db_path and key != ":memory:" and self._personal and \
+                os.path.realpath(key).startswith(self._personal):
+            raise ToolError("permission_denied",
+                            f"db_path {db_path!r} is the personal tier's database: it is "
+                            "reached with scope \"user\" from any workspace, never as a "
+                            "workspace's database")
         with self._lock:
             store = self._stores.get(key)
             if store is None:

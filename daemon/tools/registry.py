@@ -161,7 +161,11 @@ class ToolContext:
         return other
 
     def known_workspaces(self) -> list[str]:
-        return self.stores.known.all()
+        """The user's workspaces; a remote caller is told only of those it may use."""
+        known = self.stores.known.all()
+        if self.confinement is None:
+            return known
+        return [w for w in known if self.confinement.allows_workspace(w)]
 
     def close(self) -> None:
         for other in self._others:
