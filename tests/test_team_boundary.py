@@ -187,3 +187,25 @@ def test_shared_files_pass_the_same_admission_as_every_other_write(team, tmp_pat
     a.pull()
     report = a.call("memory_sync")
     assert any("2e" * 16 in p and "private" in p for p in report["problems"]), report
+
+
+def test_no_export_or_page_is_written_where_git_publishes(call, workspace):
+    """Issue 55 (3): memory_export and memory_graph_html took paths under .memnest/shared/:
+    an injected agent or a remote client could write every private memory where `git add
+    .memnest` publishes it. Refused, in any spelling; nothing is written there."""
+    from memnest_shims.client import ToolFailure
+    call("memory_store", content=MINE, tags=MY_TAGS)
+    shared = workspace / ".memnest" / "shared"
+    for tool, path in (("memory_export", ".memnest/shared/all.json"),
+                       ("memory_export", str(shared / "x" / "all.json")),
+                       ("memory_export", "./.memnest//shared/all.json"),
+                       ("memory_export", ".memnest/SHARED/all.json"),
+                       ("memory_graph_html", ".memnest/shared/graph.html")):
+        try:
+            call(tool, path=path)
+        except ToolFailure as refused:
+            assert refused.code in ("permission_denied", "invalid_argument"), refused.message
+        else:
+            raise AssertionError(f"{tool} wrote to {path}")
+    assert not shared.exists() or MINE not in "".join(
+        p.read_text(errors="replace") for p in shared.rglob("*") if p.is_file())

@@ -173,6 +173,7 @@ def _storage_error(what: str, loc: Location, exc: OSError | Refused) -> ToolErro
 
 
 OWN_FOLDER = ".memnest"
+PUBLISHED_FOLDER = "shared"  # .memnest/shared/: the team's files, committed (team/folder.py)
 
 
 class _SnapshotsKept(TypedDict):
@@ -216,6 +217,8 @@ def _write(workspace: str, path: str | None, default: str, data: bytes, signatur
            kind: str, output_dir: str, keep: int,
            confined: Confined | None) -> tuple[str, SnapshotReport | None]:
     loc = locate(workspace, path, default)
+    if path is not None:
+        _check_unpublished(loc, kind)
     if confined is not None and output_dir and not confined.allows(output_dir):
         output_dir = ""  # the daemon's user chose it for themselves, not for remote clients
     remote_path = None if confined is None else (default if path is None else path)
@@ -272,6 +275,17 @@ def _replace(dir_fd: int, loc: Location, data: bytes, signature: bytes, kind: st
 
 def _under(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _check_unpublished(loc: Location, kind: str) -> None:
+    """A path a caller gave is never in .memnest/shared/: git publishes that folder, and
+    only team sync writes there (its own files, at paths it makes)."""
+    if loc.inside and loc.walk[:1] == [OWN_FOLDER] and \
+            [part.lower() for part in loc.walk[1:2]] == [PUBLISHED_FOLDER]:
+        raise ToolError("permission_denied",
+                        f"{loc.shown} is in {OWN_FOLDER}/{PUBLISHED_FOLDER}/, the folder git "
+                        f"publishes to the team: memnest writes no {kind} there. Give a path "
+                        f"elsewhere under {OWN_FOLDER}/, or leave it out for the default")
 
 
 def _check_confined(loc: Location, workspace: str, kind: str, output_dir: str,

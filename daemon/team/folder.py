@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 from ..storage.beneath import Refused, Why, open_dir, open_file
 from ..storage.db_files import write_gitignore
-from ..storage.safe_files import write_file
+from ..storage.safe_files import OWN_FOLDER, PUBLISHED_FOLDER, write_file
 from .format import MAX_FILE_BYTES, SIGNATURE, file_name, global_id_of
 
-OWN = ".memnest"
-SHARED = "shared"
+OWN = OWN_FOLDER
+SHARED = PUBLISHED_FOLDER
 MAX_FILES = 50_000
 
 
