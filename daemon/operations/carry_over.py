@@ -3,12 +3,10 @@ the dream schedule and last report, the sources it follows), keyed by its path: 
 moved or copied to a new path (store/relocation.py) takes it along, in one commit."""
 from __future__ import annotations
 
-import json
-
 from ..curation.dream import state_keys
 from ..store.changes import Changes
 from ..store.store import MemoryStore
-from .following import FOLLOWED, recorded
+from .following import recorded, sealed_record
 from .review import review_key
 
 
@@ -26,7 +24,7 @@ def carry_over(store: MemoryStore, old: list[str], new: str) -> int:
     taken = [p for p in old if p in followed and new not in followed]
     if taken:
         followed[new] = followed[taken[0]]
-        meta[FOLLOWED] = json.dumps(followed, sort_keys=True)
+        meta.update(sealed_record(followed))
     if meta:
         with store.writing():
             store.commit(Changes(meta=meta))

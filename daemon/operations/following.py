@@ -11,6 +11,7 @@ import os
 import time
 from dataclasses import dataclass
 
+from ..core import sealing
 from ..core.errors import invalid
 from ..store.changes import Changes
 from ..store.store import MemoryStore
@@ -18,6 +19,7 @@ from .adopting import Adopted, SourceAsk, adopt
 from .context import CallContext
 
 FOLLOWED = "followed_sources"  # Meta key: JSON {workspace: [{"from": kind, "path": ...}]}
+FOLLOWED_SEAL = "followed_sources_seal"  # Meta key: the user's seal of FOLLOWED's value
 FOLLOW_CHECK_S = 2.0  # a workspace's followed sources are looked at this often, at most
 MAX_FOLLOWED = 20  # sources one workspace follows
 _CHECKED = "checked"  # the store's `followed` key of when each workspace was looked at
@@ -58,7 +60,7 @@ def set_followed(ctx: CallContext, source: Followed, on: bool, done: Adopted | N
         every[ctx.workspace] = [f.view() for f in now]
         if not every[ctx.workspace]:
             del every[ctx.workspace]
-        store.commit(Changes(meta={FOLLOWED: json.dumps(every, sort_keys=True)}))
+        store.commit(Changes(meta=sealed_record(every)))
     if on and done is not None:
         store.followed[_state_key(ctx.workspace, source)] = seen_files(done)
     else:
@@ -117,12 +119,28 @@ def _stat(path: str) -> tuple[str, int, int, int]:
 
 
 def recorded(store: MemoryStore) -> dict[str, list[dict[str, str | None]]]:
-    """The followed sources of every workspace of the database, by workspace (Meta)."""
+    """The followed sources of every workspace of the database, by workspace (Meta), when
+    this user's memnest wrote them (sealed): a database a stranger committed to a repository
+    could otherwise name the user's own files (`~/notes`) to import into it."""
+    value = store.db.meta(FOLLOWED)
+    if not value:
+        return {}
+    if not sealing.sealed(store.db.meta(FOLLOWED_SEAL), FOLLOWED, value.encode()):
+        log.warning("%s: its followed sources were not written by this user's memnest (a "
+                    "database from elsewhere?); none is followed. memory_import with follow "
+                    "follows a source again", store.db_path)
+        return {}
     try:
-        found = json.loads(store.db.meta(FOLLOWED) or "{}")
+        found = json.loads(value)
     except ValueError:
         return {}
     return found if isinstance(found, dict) else {}
+
+
+def sealed_record(every: dict[str, list[dict[str, str | None]]]) -> dict[str, str]:
+    """The Meta entries that record `every` workspace's followed sources, sealed."""
+    value = json.dumps(every, sort_keys=True)
+    return {FOLLOWED: value, FOLLOWED_SEAL: sealing.seal(FOLLOWED, value.encode())}
 
 
 def _state_key(workspace: str, source: Followed) -> str:

@@ -76,6 +76,20 @@ def _setup_logging(to_stderr: bool) -> Path:
     return log_path
 
 
+def _use_sealing_key(settings: Settings) -> None:
+    """The user's key (core/sealing.py), kept in memnest's own folder (the personal tier's,
+    MEMNEST_USER_DIR). Without it, what this daemon seals holds only until it stops."""
+    from ..core import sealing
+    from ..core.errors import ToolError
+    from ..storage.user_key import KeyRefused, load_or_create
+    from ..store.resolution import personal_folder
+    try:
+        sealing.set_key(load_or_create(personal_folder(settings.user_dir)))
+    except (KeyRefused, ToolError, OSError) as exc:
+        log.error("no sealing key: %s; followed sources set before this start are not "
+                  "trusted after it", getattr(exc, "message", None) or exc)
+
+
 def main(argv: list[str] | None = None) -> int:
     # Every call crosses Python threads (relay pumps, gRPC, the worker) that wait for the GIL;
     # handing it on sooner than the default 5 ms speeds calls up
@@ -189,6 +203,7 @@ def _run(args: argparse.Namespace, settings: Settings, listener, sock: Path,
     from ..team.outgoing import open_team
     from .servicer import MemnestService, Runtime
 
+    _use_sealing_key(settings)
     stores = StoreRegistry(embedder.name, embedder.dim, settings.buffer_pool_mb,
                            settings.max_db_gb, settings.db_threads, embedder.embed,
                            settings.max_open_databases, open_team=open_team,
