@@ -9,6 +9,11 @@ other embedding from the database. It is written when a workspace closes (and af
 that had to read many embeddings), atomically and without following links, and deleted when
 something wrote to the database behind the daemon's back (raw Cypher), since such a write
 could change an embedding without changing the content.
+
+A snapshot may also come with a cloned repository. What it keeps that decides safety (the
+screening verdicts, the conflict neighbours) and the rows and digests they are keyed by are
+sealed with the user's key (core/sealing.py): a snapshot without this user's seal is not
+used at all, and the daemon works everything out from the database.
 """
 import logging
 import os
@@ -20,12 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core import sealing
 from ..core.content_memo import ContentMemo
 from .db_files import open_private
 
 log = logging.getLogger(__name__)
 
 SUFFIX = ".vectors.npz"
+SEALED_FOR = "vector snapshot"
 TERM_ARRAYS = ("analyser", "text_digests", "vocabulary", "term_offsets", "term_ids")
 # Index terms are kept only for the tantivy that analysed them (its stemmer may change).
 ANALYSER = f"tantivy {version('tantivy')}"
@@ -90,6 +97,12 @@ def load(db_path: str, model: str, dim: int) -> Snapshot | None:
         return None
     try:
         with os.fdopen(fd, "rb") as f, np.load(f, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files if name != "seal"}
+            if not sealing.sealed(str(data["seal"]) if "seal" in data.files else None,
+                                  SEALED_FOR, *_sealed_parts(arrays)):
+                log.warning("ignoring the vector snapshot %s: it does not carry this user's "
+                            "seal (written elsewhere, or by an older memnest)", path)
+                return None
             saved_model = str(data["model"])
             ids, digests, matrix = data["ids"], data["digests"], data["matrix"]
             terms = [data[k] for k in TERM_ARRAYS] if set(TERM_ARRAYS) <= set(data.files) \
@@ -152,6 +165,7 @@ def save(db_path: str, model: str, ids: np.ndarray, contents: list[str],
                 "term_offsets": np.array(offsets, dtype=np.int64),
                 "term_ids": np.array(term_ids, dtype=np.int32), **(neighbours or {}),
                 **(screened.state("screened", digests) if screened is not None else {})}
+            arrays["seal"] = np.array(sealing.seal(SEALED_FOR, *_sealed_parts(arrays)))
             # numpy's stub types **kwds as its allow_pickle flag
             np.savez(f, **arrays)  # type: ignore[arg-type]
             f.flush()
@@ -163,6 +177,19 @@ def save(db_path: str, model: str, ids: np.ndarray, contents: list[str],
             os.unlink(temp)
         except OSError:
             pass
+
+
+def _sealed_parts(arrays: dict[str, np.ndarray]) -> list[bytes]:
+    """What the seal covers: every array but the embeddings (checked row by row against the
+    database's content, and only a ranking input), by name, type, shape and bytes."""
+    parts = []
+    for name in sorted(arrays):
+        if name == "matrix":
+            continue
+        value = np.ascontiguousarray(arrays[name])
+        parts.append(f"{name}:{value.dtype.str}:{value.shape}".encode())
+        parts.append(value.tobytes())
+    return parts
 
 
 def discard(db_path: str) -> None:
