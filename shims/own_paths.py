@@ -30,6 +30,10 @@ class NotOurs(Exception):
     what to do."""
 
 
+class Missing(NotOurs):
+    """A folder that is not there, and was not to be made."""
+
+
 def check_folder(folder: Path, closed: int = PRIVATE) -> os.stat_result:
     """`folder` (there already) is a real folder of this user whose mode has none of the
     `closed` bits; its lstat. Raises NotOurs (FileNotFoundError when it is missing)."""
@@ -55,7 +59,7 @@ def own_folder(folder: Path, closed: int = PRIVATE, create: bool = True) -> bool
     """Make sure memnest may keep files in `folder`; whether this call made it. There: checked
     (check_folder), never changed. Missing: with `create`, made 0700 with any folders missing
     above it, once the nearest folder there is found to be one memnest may create in;
-    without, NotOurs. Raises NotOurs before making anything."""
+    without, Missing. Raises NotOurs before making anything."""
     folder = Path(os.path.abspath(folder))
     try:
         check_folder(folder, closed)
@@ -63,7 +67,7 @@ def own_folder(folder: Path, closed: int = PRIVATE, create: bool = True) -> bool
     except (FileNotFoundError, NotADirectoryError):
         pass  # missing (a file above it is refused below)
     if not create:
-        raise NotOurs(f"{folder} does not exist")
+        raise Missing(f"{folder} does not exist")
     made = make_folders(folder, 0o700)
     info = check_folder(folder, closed)
     if folder in made and stat.S_IMODE(info.st_mode) != 0o700:

@@ -508,7 +508,7 @@ class SessionState:
                            "prompt_chars": self.prompt_chars,
                            "answer_chars": self.answer_chars}).encode()
         folder = state_dir(create=True)
-        if folder is None:  # (never: made when missing, or _Skip)
+        if folder is None:  # (never: made when missing, or refused)
             return
         path = folder / self.name
         tmp = folder / f".{self.name}.{os.getpid()}"
@@ -540,26 +540,21 @@ def _int(value: object) -> int:
 
 
 def state_dir(create: bool) -> Path | None:
-    """The sessions' state: hooks/ in the daemon's socket folder, which must be as memnestd
-    makes it (a real folder of this user, 0700). hooks/ is made (0700) only when `create`;
-    missing, None. A folder either may not be (a link, another user's, one others can
-    enter) is refused, not chmodded: the hook then keeps no state and injects nothing."""
+    """The sessions' state: hooks/ in the daemon's socket folder, both made 0700 when missing
+    (as memnestd makes its folder; a remote daemon's client has none of its own) only when
+    `create`, else None. A folder that is there must be a real folder of this user that
+    others cannot enter: one that is not (a link, another user's, open to others) is
+    refused, never chmodded, and the hook then keeps no state and injects nothing."""
     from memnest_proto import paths
 
-    from ..own_paths import PRIVATE, NotOurs, check_folder, own_folder
-    socket_folder = paths.socket_path().parent
-    folder = socket_folder / "hooks"
+    from ..own_paths import PRIVATE, Missing, NotOurs, own_folder
+    folder = paths.socket_path().parent / "hooks"
     try:
-        check_folder(socket_folder, PRIVATE)
+        own_folder(folder.parent, PRIVATE, create=create)
         own_folder(folder, PRIVATE, create=create)
-    except (FileNotFoundError, NotADirectoryError):
-        if create:
-            raise _Skip(f"{socket_folder} does not exist (memnestd makes it when it starts); "
-                        "session state not kept") from None
+    except Missing:
         return None
     except NotOurs as exc:
-        if not create and str(exc).endswith("does not exist"):
-            return None
         raise _Skip(f"session state not kept: {exc}") from None
     return folder
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..own_paths import PRIVATE, NotOurs, own_folder
+from ..own_paths import PRIVATE, Missing, NotOurs, own_folder
 
 if TYPE_CHECKING:  # cryptography is imported by the commands that use it, not at start
     from cryptography import x509
@@ -54,10 +54,10 @@ def prepare_dir(folder: Path, create: bool = True) -> Path:
     folder = folder.expanduser().absolute()
     try:
         own_folder(folder, PRIVATE, create=create)
+    except Missing:
+        raise TlsSetupError(f"{folder} is missing: run `memnest-ctl tls init` first "
+                            "(with the same --dir)") from None
     except NotOurs as exc:
-        if not create and not os.path.lexists(folder):
-            raise TlsSetupError(f"{folder} is missing: run `memnest-ctl tls init` first "
-                                "(with the same --dir)") from None
         raise TlsSetupError(str(exc)) from None
     return folder
 

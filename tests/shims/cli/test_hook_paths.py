@@ -147,3 +147,13 @@ def test_a_missing_log_folder_is_made_private(private, decoys, tmp_path):
     assert [_mode(p) for p in (logs, logs.parent, logs.parent.parent)] == [0o700] * 3
     assert _mode(logs / "hooks.log") == 0o600
     decoys.assert_untouched()
+
+
+def test_a_missing_socket_folder_is_made_as_memnestd_makes_it(logs, decoys, tmp_path):
+    """A client of a remote daemon has no socket folder of a local one: saving the state
+    makes it, 0700, with hooks/ in it."""
+    run = tmp_path / "runtime" / "memnest"
+    hook("answer", run, logs, decoys.project)
+    assert [_mode(p) for p in (run.parent, run, run / "hooks")] == [0o700] * 3
+    assert said(logs) == ""
+    decoys.assert_untouched()
