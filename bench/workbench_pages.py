@@ -50,9 +50,14 @@ def fill(env: Env, workspace: Path, n: int) -> None:
 
 
 def signed_in(url: str) -> httpx.Client:
+    """A client holding the session cookie, asking under the launch's root (guard.py)."""
     base, key = url.split("?key=")
     http = httpx.Client(base_url=base.rstrip("/"), timeout=60)
-    assert http.get(f"/?key={key}").status_code == 303
+    answer = http.get(f"/?key={key}")
+    assert answer.status_code == 200, answer.text
+    root = re.search(r'content="0;url=(/[^/"]+)/"', answer.text)
+    assert root is not None, answer.text
+    http.base_url = httpx.URL(base.rstrip("/") + root.group(1))
     return http
 
 

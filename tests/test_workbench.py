@@ -11,6 +11,7 @@ from selenium.common.exceptions import TimeoutException, WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 from support import ROOT, Workbench, result_json, selenium_chrome
+from workbench_session import sign_in
 
 pytestmark = pytest.mark.timeout(1800)  # the first use may install Chromium with apt-get
 # MEMNEST_SCREENSHOTS=1 writes the README's pictures of the main views.
@@ -36,7 +37,7 @@ def bench(fresh_daemon, workspace, chromium):
     ids = [r["id"] for r in stored["results"]]
     ui = Workbench(fresh_daemon, workspace)
     browser = selenium_chrome()
-    browser.get(ui.url)
+    sign_in(browser, ui)
     yield fresh_daemon, workspace, ui, browser, client, ids
     browser.quit()
     ui.stop()

@@ -1,13 +1,18 @@
 """The workbench as a hostile neighbour sees it: a real `memnest-ctl ui` process, asked over
 HTTP without its key, from another Host or Origin, without the CSRF token, with a body too
 large or a redirect elsewhere. Each is refused, and the memory it aimed at is unchanged."""
+import http.server
 import re
+import threading
 
 import httpx
 import psutil
 import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
-from support import Workbench
+from support import Workbench, selenium_chrome
+from workbench_session import http_signed_in
 
 
 @pytest.fixture(scope="module")
@@ -23,12 +28,13 @@ def served(daemon, tmp_path_factory):
 
 
 def signed_in(ui) -> tuple[httpx.Client, str]:
-    """A client holding the session cookie, and the CSRF token of the page it was given."""
-    http = httpx.Client(base_url=ui.base, follow_redirects=False)
-    answer = http.get(f"/?key={ui.key}")
-    assert answer.status_code == 303 and answer.headers["location"] == "/"
-    cookie = answer.headers["set-cookie"]
+    """A client holding the session cookie, asking under the launch's root (its base_url),
+    and the CSRF token of the page it was given."""
+    http = http_signed_in(ui)
+    exchanged = httpx.get(f"{ui.base}/?key={ui.key}")
+    cookie = exchanged.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    assert f"Path={http.base_url.path.rstrip('/')}" in cookie and ui.key not in exchanged.text
     page = http.get("/")
     assert page.status_code == 200
     return http, re.search(r'data-csrf="([^"]+)"', page.text).group(1)
@@ -124,7 +130,7 @@ def test_oversized_bodies_and_redirects_elsewhere_are_refused(served):
         done = http.post(f"/memory/{memory_id}/share", headers={"Origin": ui.base},
                          data={"csrf": token, "unshare": "1", "back": back})
         assert done.status_code == 303 and done.headers["location"].startswith(
-            f"/memory/{memory_id}?"), back
+            f"{http.base_url.path.rstrip('/')}/memory/{memory_id}?"), back
     assert content(client, workspace, memory_id) == "The release train leaves on Tuesdays"
 
 
@@ -142,3 +148,77 @@ def test_hostile_query_values_are_pages_not_tracebacks(served):
                     data={"csrf": token, "content": "x", "importance": "lots"})
     assert bad.status_code == 400
     assert content(client, workspace, memory_id) == "The release train leaves on Tuesdays"
+
+
+class _Neighbour(http.server.BaseHTTPRequestHandler):
+    """Another local server (another port of 127.0.0.1): what the browser sends it is
+    recorded, as a hostile server would record it."""
+    seen: list[tuple[str, str]] = []
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        self.seen.append((self.path, self.headers.get("Cookie", "")))
+        page = b'<!DOCTYPE html><title>n</title><link rel="icon" href="/favicon.ico">' \
+               b'<img src="/pixel.png" alt="">'
+        self.send_response(200 if self.path == "/" else 404)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(page)))
+        self.end_headers()
+        self.wfile.write(page)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def neighbour():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Neighbour)
+    _Neighbour.seen = []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1], _Neighbour.seen
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_cookie_another_local_port_receives_opens_nothing(served, chromium, neighbour):
+    """Cookies are not kept apart by port: a page of any server on 127.0.0.1 receives what the
+    browser holds for the workbench (on its favicon, an image). Replayed to the workbench,
+    with its own Host, it must read and change nothing; nor may the browser's own cookie jar,
+    sent from outside the page; while the browser itself keeps working."""
+    ui, client, workspace, memory_id = served
+    port, seen = neighbour
+    browser = selenium_chrome()
+    try:
+        browser.get(ui.url)
+        WebDriverWait(browser, 20).until(lambda b: "release train" in b.page_source)
+        home = browser.current_url.split("?")[0].rstrip("/")
+        browser.get(f"http://127.0.0.1:{port}/")
+        WebDriverWait(browser, 20).until(lambda _: any(p != "/" for p, _ in seen))
+        jar = browser.execute_cdp_cmd("Network.getAllCookies", {})["cookies"]  # HttpOnly too
+        held = "; ".join(f"{c['name']}={c['value']}" for c in jar)
+        assert held, "the browser holds no cookie for the workbench"
+        replayed = {cookie for _, cookie in seen if cookie} | {held}
+        guessable = ("/", f"/memory/{memory_id}", "/changes", "/static/workbench.js",
+                     "/favicon.ico", "/review")
+        for cookie in replayed:
+            for path in guessable:
+                answer = httpx.get(ui.base + path, headers={"Cookie": cookie})
+                assert answer.status_code in (401, 403, 404), (cookie, path, answer.status_code)
+                assert "release train" not in answer.text and "data-csrf" not in answer.text
+            change = httpx.post(f"{ui.base}/memory/{memory_id}/edit", headers={
+                "Cookie": cookie, "Origin": ui.base}, data={
+                "content": "The release train leaves on Fridays", "importance": "3"})
+            assert change.status_code in (401, 403, 404), (cookie, change.status_code)
+        assert content(client, workspace, memory_id) == "The release train leaves on Tuesdays"
+        # the browser, back on the workbench, still reads and changes
+        browser.get(f"{home}/memory/{memory_id}")
+        box = WebDriverWait(browser, 20).until(
+            lambda b: b.find_elements(By.NAME, "content") or False)[0]
+        box.clear()
+        box.send_keys("The release train leaves on Mondays")
+        box.submit()
+        WebDriverWait(browser, 20).until(
+            lambda _: content(client, workspace, memory_id).endswith("Mondays"))
+    finally:
+        browser.quit()
+        client.call_tool("memory_update", {"id": memory_id, "content": "The release train "
+                                           "leaves on Tuesdays"}, str(workspace))

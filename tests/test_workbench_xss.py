@@ -2,11 +2,14 @@
 view that shows it, nothing runs (no dialog, no marker set, no error in the console, which is
 where a script the policy blocked would show up), no element gains a handler or a javascript:
 link, and the text on the page is exactly the text stored."""
+from urllib.parse import urlsplit
+
 import pytest
 from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.common.by import By
 
 from support import Workbench, selenium_chrome
+from workbench_session import sign_in
 
 pytestmark = pytest.mark.timeout(1800)  # the first use may install Chromium with apt-get
 
@@ -57,7 +60,7 @@ def hostile(daemon, chromium, tmp_path_factory):
     client.call_tool("memory_share", {"ids": ids[:5]}, str(workspace))
     ui = Workbench(daemon, workspace)
     browser = selenium_chrome()
-    browser.get(ui.url)
+    sign_in(browser, ui)
     yield ui, browser, texts, tags
     browser.quit()
     ui.stop()
@@ -77,7 +80,8 @@ def nothing_ran(browser, where: str) -> None:
     assert errors == [], where
     scripts = browser.execute_script(
         "return Array.from(document.scripts, s => s.getAttribute('src'))")
-    assert scripts == ["/static/workbench.js"], where
+    root = "/" + urlsplit(browser.current_url).path.split("/")[1]  # the launch's root
+    assert scripts == [f"{root}/static/workbench.js"], where
     handlers = browser.execute_script("""
         return Array.from(document.querySelectorAll('*')).flatMap(e =>
           Array.from(e.attributes).filter(a => a.name.startsWith('on') ||

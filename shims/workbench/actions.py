@@ -19,13 +19,16 @@ MAX_TAGS: Final = 50
 PROPOSALS_SHOWN: Final = 20  # of dream's merges and prunes, each with its memories' text
 
 
-def _back(form: FormData, fallback: str, done: str) -> RedirectResponse:
-    """303 to the page the form names (only a path of this server), saying what was done."""
+def _back(request: Request, form: FormData, fallback: str, done: str) -> RedirectResponse:
+    """303 to the page the form names (only a path of this server, under the launch's root),
+    saying what was done."""
     target = str(form.get("back") or fallback)
     if not target.startswith("/") or target.startswith("//") or "\\" in target:
         target = fallback
     joiner = "&" if "?" in target else "?"
-    return RedirectResponse(f"{target}{joiner}{urlencode({'done': done})}", status_code=303)
+    root = request.app.state.keys.root
+    return RedirectResponse(f"{root}{target}{joiner}{urlencode({'done': done})}",
+                            status_code=303)
 
 
 def _memory_id(request: Request) -> int:
@@ -63,7 +66,7 @@ async def edit(request: Request) -> Response:
     done = link_of(request).call("memory_update", change, ws)
     if done.get("status") == "changed":
         return _changed_meanwhile(request, ws, memory_id, done, draft=change)
-    return _back(form, f"/memory/{memory_id}", "saved")
+    return _back(request, form, f"/memory/{memory_id}", "saved")
 
 
 def _changed_meanwhile(request: Request, ws: str, memory_id: int, done: ToolResult,
@@ -82,7 +85,7 @@ async def forget(request: Request) -> Response:
     ws = workspace_of(request)
     ids = _ids(form)
     if not ids:
-        return _back(form, "/", "")
+        return _back(request, form, "/", "")
     expected = {str(i): _version(form, i) for i in ids if _version(form, i)}
     arguments: ToolArguments = {"ids": ids}
     if expected:
@@ -91,7 +94,7 @@ async def forget(request: Request) -> Response:
     changed = [int(i) for i in done.get("changed", [])]
     if changed:
         return _changed_meanwhile(request, ws, changed[0], done)
-    return _back(form, "/", "forgot")
+    return _back(request, form, "/", "forgot")
 
 
 async def refresh(request: Request) -> Response:
@@ -99,7 +102,7 @@ async def refresh(request: Request) -> Response:
     form = await request.form()
     ws, memory_id = workspace_of(request), _memory_id(request)
     link_of(request).call("memory_update", {"id": memory_id, "refresh_anchors": True}, ws)
-    return _back(form, f"/memory/{memory_id}", "refreshed")
+    return _back(request, form, f"/memory/{memory_id}", "refreshed")
 
 
 async def share(request: Request) -> Response:
@@ -107,14 +110,14 @@ async def share(request: Request) -> Response:
     ws, memory_id = workspace_of(request), _memory_id(request)
     unshare = form.get("unshare") == "1"
     link_of(request).call("memory_share", {"id": memory_id, "unshare": unshare}, ws)
-    return _back(form, f"/memory/{memory_id}", "unshared" if unshare else "shared")
+    return _back(request, form, f"/memory/{memory_id}", "unshared" if unshare else "shared")
 
 
 async def keep_separate(request: Request) -> Response:
     form = await request.form()
     pair = _ids(form)[:2]
     link_of(request).call("memory_keep_separate", {"pairs": [pair]}, workspace_of(request))
-    return _back(form, "/review", "separate")
+    return _back(request, form, "/review", "separate")
 
 
 async def supersede(request: Request) -> Response:
@@ -123,7 +126,7 @@ async def supersede(request: Request) -> Response:
     link_of(request).call("memory_relate", {
         "from_id": int(str(form.get("newer"))), "to_id": int(str(form.get("older"))),
         "relationship": "SUPERSEDES"}, workspace_of(request))
-    return _back(form, "/review", "superseded")
+    return _back(request, form, "/review", "superseded")
 
 
 async def merge(request: Request) -> Response:
@@ -135,14 +138,14 @@ async def merge(request: Request) -> Response:
     both = link.call("memory_get", {"ids": [keep, drop], "include_edges": False}, ws)
     found = {m["id"]: m for m in both.get("memories", [])}
     if keep not in found or drop not in found:
-        return _back(form, "/review", "")
+        return _back(request, form, "/review", "")
     tags = list(dict.fromkeys([*found[keep]["tags"], *found[drop]["tags"]]))
     content = str(form.get("content") or found[keep]["content"])
     link.call("memory_update", {"id": keep, "content": content, "tags": tags[:MAX_TAGS],
                                 "importance": max(found[keep]["importance"],
                                                   found[drop]["importance"])}, ws)
     link.call("memory_delete", {"id": drop}, ws)
-    return _back(form, f"/memory/{keep}", "merged")
+    return _back(request, form, f"/memory/{keep}", "merged")
 
 
 async def review_keep(request: Request) -> Response:
@@ -150,7 +153,7 @@ async def review_keep(request: Request) -> Response:
     arguments: ToolArguments = ({"keep_all": True} if form.get("all") == "1"
                                 else {"keep": _ids(form)})
     link_of(request).call("memory_review", arguments, workspace_of(request))
-    return _back(form, "/review", "kept")
+    return _back(request, form, "/review", "kept")
 
 
 async def sync(request: Request) -> Response:

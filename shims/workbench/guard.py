@@ -4,14 +4,20 @@ The server listens on loopback, but every local user and every web page the pers
 can reach loopback too. So each request must
 - name this server in `Host` (a DNS-rebinding page names its own host) and, when it carries
   `Origin`, this server's origin (a change must carry it: browsers always send it on POST);
-- carry the session cookie, which only the launch URL's secret buys (HttpOnly, SameSite=Strict,
-  named for the port since cookies do not tell ports apart);
+- ask for a path under the launch's secret root (`/<root>/...`) and carry the session cookie,
+  which only the launch URL's key buys (HttpOnly, SameSite=Strict). Cookies are not kept apart
+  by port: the browser would send a cookie scoped to `/` to every server on 127.0.0.1, and any
+  of them could replay it. This one is scoped to the root's path, so the browser sends it only
+  to addresses that name the root; a server on another port never sees it, and the cookie
+  alone, replayed, opens nothing. The root is in the page's address only, which other origins
+  cannot read (Referrer-Policy same-origin keeps it out of what they are sent);
 - when it changes anything (any method but GET and HEAD), carry the CSRF token in its form or
   in `X-CSRF-Token`.
 Every answer says the Content-Security-Policy (scripts only from this server, none inline),
 and is never cached.
 """
 import hmac
+import html
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -50,11 +56,13 @@ def _token() -> str:
 class Keys:
     """The secrets of one launch. `launch` is in the URL memnest-ctl ui prints (the terminal
     is the person's own); `opener` is in the URL handed to the browser, whose command line
-    other local users can read, so it buys a cookie once only."""
+    other local users can read, so it buys a cookie once only. `root` is the path every page
+    is served under, and the only path the session cookie is sent to."""
     launch: str = field(default_factory=_token)
     opener: str = field(default_factory=_token)
     session: str = field(default_factory=_token)
     csrf: str = field(default_factory=_token)
+    root: str = field(default_factory=lambda: "/" + _token())
     opener_used: bool = False
 
     def admits_launch(self, given: str) -> bool:
@@ -94,14 +102,21 @@ class Guard:
         if launch is not None and method in SAFE_METHODS:
             await self._exchange(scope, send, launch[-1])
             return
-        if not _same(_cookie(headers, self.cookie), self.keys.session):
+        if not self._under_root(scope["path"]) or \
+                not _same(_cookie(headers, self.cookie), self.keys.session):
             await _answer(send, 401, "This workbench needs the address `memnest-ctl ui` "
                                      "printed (it carries a key). Run it again for a new one.")
             return
+        scope = {**scope, "root_path": scope.get("root_path", "") + self.keys.root}
         if method not in SAFE_METHODS:
             await self._checked_change(scope, receive, send, headers)
             return
         await self.app(scope, receive, _with_headers(send))
+
+    def _under_root(self, path: str) -> bool:
+        """Whether `path` is the root or below it (compared in constant time)."""
+        root = self.keys.root
+        return _same(path[:len(root)], root) and path[len(root):len(root) + 1] in ("", "/")
 
     def _refusal(self, headers: Headers, method: str) -> tuple[int, str] | None:
         if headers.get("host", "") not in self.hosts:
@@ -123,10 +138,23 @@ class Guard:
             return
         kept = [(k, v) for k, values in parse_qs(scope["query_string"].decode("latin-1")).items()
                 if k != LAUNCH_PARAMETER for v in values]
-        target = scope["path"] + (f"?{urlencode(kept)}" if kept else "")
-        cookie = (f"{self.cookie}={self.keys.session}; HttpOnly; SameSite=Strict; Path=/")
-        await _answer(send, 303, "Signed in.", [(b"location", target.encode()),
-                                                (b"set-cookie", cookie.encode())])
+        path = scope["path"]
+        if self._under_root(path):
+            path = path[len(self.keys.root):] or "/"
+        target = self.keys.root + path + (f"?{urlencode(kept)}" if kept else "")
+        cookie = (f"{self.cookie}={self.keys.session}; HttpOnly; SameSite=Strict; "
+                  f"Path={self.keys.root}")
+        # A page that moves on by itself, not a redirect: a browser opened from a file (or
+        # by another site's link) would withhold a SameSite=Strict cookie all along a redirect
+        # chain that began elsewhere; this page's own navigation is same-origin.
+        shown = html.escape(target, quote=True)
+        page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+                f'<meta http-equiv="refresh" content="0;url={shown}">'
+                f'<link rel="icon" href="data:,"><title>memnest workbench</title></head>'
+                f'<body><p>Signed in. <a href="{shown}">Open the workbench</a>.</p></body>'
+                f'</html>')
+        await _answer(send, 200, page, [(b"set-cookie", cookie.encode())],
+                      content_type=b"text/html; charset=utf-8")
 
     async def _checked_change(self, scope: Scope, receive: Receive, send: Send,
                               headers: Headers) -> None:
@@ -199,9 +227,10 @@ def _with_headers(send: Send) -> Send:
 
 
 async def _answer(send: Send, status: int, text: str,
-                  extra: Iterable[tuple[bytes, bytes]] = ()) -> None:
+                  extra: Iterable[tuple[bytes, bytes]] = (),
+                  content_type: bytes = b"text/plain; charset=utf-8") -> None:
     body = text.encode()
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                "headers": [(b"content-type", content_type),
                             (b"content-length", str(len(body)).encode()), *extra, *HEADERS]})
     await send({"type": "http.response.body", "body": body})

@@ -47,7 +47,9 @@ def page(request: Request, template: str, status_code: int = 200,
     """A whole page; every template extends base.html, which needs the CSRF token and the
     workspace the request is about."""
     keys: Keys = request.app.state.keys
-    context = {"csrf_field": CSRF_FIELD, "csrf": keys.csrf, "path": request.url.path,
+    # root: the launch's secret path, in front of every address a page names (guard.py)
+    context = {"csrf_field": CSRF_FIELD, "csrf": keys.csrf, "root": keys.root,
+               "path": request.url.path.removeprefix(keys.root) or "/",
                "home": request.app.state.link.home, **values}
     context.setdefault("ws", request.app.state.link.home)
     context.setdefault("notice", request.query_params.get("done", ""))

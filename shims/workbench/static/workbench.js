@@ -8,11 +8,12 @@
   const POLL_MS = 3000;
   const body = document.body;
   const changesUrl = body.dataset.changes;
+  const home = body.dataset.home;  // the list's address: the launch's root, then "/"
   let seen = null;
 
   function sameView() {
     const here = new URL(window.location.href);
-    return here.pathname === "/" && !here.searchParams.get("q") &&
+    return here.pathname === home && !here.searchParams.get("q") &&
       (here.searchParams.get("page") || "1") === "1";
   }
 

@@ -12,6 +12,7 @@ import pytest
 
 from decoys import Decoys
 from support import Workbench
+from workbench_session import http_signed_in
 
 PAGES = ("/", "/review", "/team", "/graph", "/dream", "/workspaces", "/changes", "/forget?id=1",
          "/memory/1")
@@ -42,8 +43,7 @@ def served(daemon, empty):
 
 
 def signed_in(ui: Workbench) -> tuple[httpx.Client, str]:
-    http = httpx.Client(base_url=ui.base, follow_redirects=False, timeout=60)
-    assert http.get(f"/?key={ui.key}").status_code == 303
+    http = http_signed_in(ui, timeout=60)
     page = http.get("/")
     assert page.status_code == 200, page.text
     found = re.search(r'data-csrf="([^"]+)"', page.text)
