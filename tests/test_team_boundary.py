@@ -209,3 +209,33 @@ def test_no_export_or_page_is_written_where_git_publishes(call, workspace):
             raise AssertionError(f"{tool} wrote to {path}")
     assert not shared.exists() or MINE not in "".join(
         p.read_text(errors="replace") for p in shared.rglob("*") if p.is_file())
+
+
+def test_a_teammates_ignore_file_cannot_publish_the_database_unnoticed(team):
+    """Issue 55 (2): a committed .memnest/.gitignore that ignores nothing made the
+    documented `git add .memnest` stage memory.lbug. git itself is asked on every call:
+    each result carries a loud warning, memory_stats lists it, and sharing is refused until
+    the ignore rules are back."""
+    a, b = team
+    a.call("memory_store", content="Shared note: the API gateway is Kong", scope="shared")
+    a.publish()
+    b.pull()
+    ignore = b.repo / ".memnest" / ".gitignore"
+    ignore.write_text("!*\n")
+    git(b.repo, "add", "-f", ".memnest/.gitignore")
+    git(b.repo, "commit", "-qm", "ignore nothing")
+    git(b.repo, "push", "-q", "origin", "HEAD")
+    a.pull()
+    stored = a.call("memory_store", content=MINE, tags=MY_TAGS)
+    assert "memory.lbug" in stored["git_warning"] and "git add .memnest" in \
+        stored["git_warning"]
+    assert any("git would publish" in w for w in a.call("memory_stats")["warnings"])
+    refused = a.fails("memory_share", id=stored["id"])
+    assert "not shared" in refused and ".gitignore" in refused
+    refused = a.fails("memory_store", content="Another team fact", scope="shared")
+    assert "not shared" in refused
+    assert "not shared" in a.fails("memory_update", id=stored["id"], scope="shared")
+    ignore = a.repo / ".memnest" / ".gitignore"
+    ignore.write_text("/*\n!/shared/\n")
+    fixed = a.call("memory_share", id=stored["id"])
+    assert fixed["status"] == "shared" and "git_warning" not in fixed

@@ -23,7 +23,7 @@ from . import tiers
 from .admitting import LeftOut, clean_tags, private_free
 from .context import CallContext, worktree_of
 from .embedding import embed_with_progress
-from .sharing import share_after_write
+from .sharing import check_unpublished, share_after_write
 
 RESTATE_NEIGHBOURS = 5  # existing memories a stored text is compared with for a restatement
 
@@ -75,6 +75,8 @@ def remember(ctx: CallContext, entries: list[Entry], batch: bool,
     if batch and len(entries) > ctx.settings.max_batch:
         raise invalid(f"items has {len(entries)} entries, over the limit of "
                       f"{ctx.settings.max_batch} (MEMORY_MAX_BATCH); send several batches")
+    if any(e.scope == "shared" for e in entries):
+        check_unpublished(ctx.workspace)
     personal = [n for n, e in enumerate(entries) if e.scope == "user"]
     if not personal:
         return _remember(ctx, entries, batch, known, list(range(len(entries))))

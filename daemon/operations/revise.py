@@ -20,7 +20,7 @@ from . import tiers
 from .admitting import LeftOut, clean_tags, private_free
 from .context import CallContext, worktree_of
 from .personal import make_personal
-from .sharing import check_shareable, merge_sharing, share_after_write
+from .sharing import check_shareable, check_unpublished, merge_sharing, share_after_write
 from .versions import moment, still
 
 Staged = dict[int, tuple[Memory, np.ndarray | None]]  # memory id -> as it is to be
@@ -84,6 +84,8 @@ def revise(ctx: CallContext, changes: list[Change], batch: bool) -> Revised:
     """Apply `changes` in one commit (a one-change call, unless `batch`: a memory not found
     is then an error). Changes of personal memories (by their shown ids) are applied in
     the personal tier, in a commit of their own."""
+    if any(c.scope == "shared" for c in changes):
+        check_unpublished(ctx.workspace)
     moving = [n for n, c in enumerate(changes) if c.scope == "user"]
     if moving:
         return _moved(ctx, changes, moving, batch)

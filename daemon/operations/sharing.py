@@ -10,13 +10,21 @@ from typing import Any
 
 import numpy as np
 
-from ..core.errors import invalid
+from ..core.errors import ToolError, invalid
 from ..core.records import Memory
 from ..store.store import MemoryStore
-from ..team import folder
+from ..team import folder, published
 from ..team import sync as team
 from . import tiers
 from .context import CallContext
+
+
+def check_unpublished(workspace: str) -> None:
+    """Refuse to share, before anything is written, while git would also publish the
+    workspace's private files (sharing asks the user to `git add .memnest`)."""
+    files = published.exposed(workspace)
+    if files:
+        raise ToolError("failed_precondition", "not shared: " + published.warning(files))
 
 
 def check_shareable(store: MemoryStore, ids: list[int],
@@ -90,6 +98,8 @@ def share(ctx: CallContext, ids: list[int], shared: bool = True) -> Sharing:
     if personal:
         raise invalid(f"memory {personal[0]} is a personal memory (scope user), kept for you "
                       "alone in every project: it is never shared with a team")
+    if shared:
+        check_unpublished(ctx.workspace)
     store = ctx.store
     asked = list(dict.fromkeys(ids))
     with store.writing():

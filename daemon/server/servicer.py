@@ -19,6 +19,7 @@ from memnest_proto.version import PROTOCOL_VERSION, VERSION
 from ..core.errors import ToolError
 from ..core.records import Origin
 from ..store.resolution import resolve
+from ..team import published
 from ..tools import TOOLS, ToolContext
 from ..tools.registry import Confinement, parse_arguments, unknown_tool_message
 from .tls import IDENTITY_PREFIX, tls_identity
@@ -198,6 +199,8 @@ class MemnestService(pb_grpc.MemnestServicer):
             result = tool.handler(ctx, arguments)
             if ctx.found_nothing and isinstance(result, dict):
                 result = {**result, "no_memory": ctx.no_memory_note()}
+            if ctx.published and isinstance(result, dict):
+                result = {**result, "git_warning": published.warning(ctx.published)}
             note = self._model_note(request)
             if note and isinstance(result, dict):
                 result = {**result, "model_note": note}

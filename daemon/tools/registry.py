@@ -26,6 +26,7 @@ from ..store import relocation
 from ..store.registry import StoreRegistry, database_path, has_memory
 from ..store.resolution import Resolved, personal_folder, resolve
 from ..store.store import MemoryStore
+from ..team import published
 from ..team import sync as team
 
 if TYPE_CHECKING:  # the model's imports are heavy; the daemon loads them once, in main
@@ -78,6 +79,7 @@ class ToolContext:
     looking_in: bool = False  # another workspace a search reads (elsewhere()): only read
     reading: bool = False  # a read-only tool: a workspace with no memory is not created
     found_nothing: bool = False  # set when it was read so: no database, nothing created
+    published: list[str] = field(default_factory=list)  # private files git would publish
     _store: MemoryStore | None = None
     _personal: ToolContext | None = None
     _others: list[ToolContext] = field(default_factory=list)  # elsewhere()'s, closed with it
@@ -103,6 +105,8 @@ class ToolContext:
                 self.stores.known.saw(self.workspace)
                 moved_check(self)
             team_check(self)  # what it brought in waits for memory_sync (sync.unreported)
+            if self._store.team is not None:
+                self.published = published.exposed(self.workspace)
             if self.origin.via != "hook":  # a hook's budget is too short for an import
                 follow_check(self)
         return self._store

@@ -5,6 +5,7 @@ from typing import Any, Mapping, Protocol, TypedDict
 from ..core.records import iso
 from ..operations.stats import stats
 from ..store.registry import database_path
+from ..team import published
 from .registry import Confinement, ToolContext, tool
 
 
@@ -37,6 +38,8 @@ def memory_stats(ctx: ToolContext, args: StatsArgs) -> dict[str, Any]:
     scope = db_scope(found.owners, ctx.workspace, ctx.confinement)
     vector_index = vector_index_status(store, found.census)
     warnings = [f"shared memory file not imported: {w}" for w in found.team_warnings]
+    if ctx.published:
+        warnings.append(published.warning(ctx.published))
     if scope["shared"]:
         warnings.append(shared_database_warning(store.db_path, scope))
     if vector_index["status"] == "degraded":
