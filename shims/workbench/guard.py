@@ -19,7 +19,7 @@ and is never cached.
 import hmac
 import html
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 from urllib.parse import parse_qs, urlencode
@@ -55,21 +55,25 @@ def _token() -> str:
 @dataclass
 class Keys:
     """The secrets of one launch. `launch` is in the URL memnest-ctl ui prints (the terminal
-    is the person's own); `opener` is in the URL handed to the browser, whose command line
-    other local users can read, so it buys a cookie once only. `root` is the path every page
-    is served under, and the only path the session cookie is sent to."""
+    is the person's own); `opener` is handed to the browser it opens, through a private file
+    (launch.py), never on a command line: it buys a cookie once only, and `spent` is called
+    then. `root` is the path every page is served under, and the only path the session cookie
+    is sent to."""
     launch: str = field(default_factory=_token)
     opener: str = field(default_factory=_token)
     session: str = field(default_factory=_token)
     csrf: str = field(default_factory=_token)
     root: str = field(default_factory=lambda: "/" + _token())
     opener_used: bool = False
+    spent: Callable[[], None] | None = None
 
     def admits_launch(self, given: str) -> bool:
         if _same(given, self.launch):
             return True
         if not self.opener_used and _same(given, self.opener):
             self.opener_used = True
+            if self.spent is not None:
+                self.spent()
             return True
         return False
 
