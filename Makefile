@@ -19,7 +19,7 @@ run: install
 	$(PY) examples/demo.py
 
 # MEMNEST_EDITOR_CLIS=1: a test that drives a real editor CLI fails, not skips, without it.
-test: install lint docs editors axe
+test: install lint docs editors axe chromium
 	MEMNEST_EDITOR_CLIS=1 $(PY) -m pytest
 
 # The manual in docs/ (mkdocs.yml), in strict mode: a broken link, anchor or a page left out of
@@ -76,6 +76,14 @@ $(AXE_STAMP):
 	npm install --prefix $(AXE) --no-audit --no-fund --save-exact axe-core@$(AXE_VERSION)
 	test -s $(AXE)/node_modules/axe-core/axe.min.js
 	touch $@
+
+# Debian's Chromium and its driver, which the workbench's browser tests drive, installed
+# before the tests run (tests/support.py install_chromium: apt-get, as root, when missing):
+# installed during the run, they change /etc, and the tripwire fails the run for that.
+.PHONY: chromium
+chromium: install
+	PYTHONPATH=tests $(PY) -c "from support import install_chromium; \
+		print(install_chromium() or 'chromium: installed')"
 
 proto: install
 	$(PY) proto/generate.py

@@ -6,6 +6,9 @@ from pathlib import Path
 import pytest
 from support import CHROMIUM, Daemon, TeamSide, git, install_chromium
 
+# The tripwire: the run fails when it changed /etc, the home, the checkout... (tests/tripwire.py)
+pytest_plugins = ["tripwire"]
+
 
 @pytest.fixture(scope="session")
 def daemon():

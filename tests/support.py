@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from contextlib import asynccontextmanager
@@ -401,7 +402,13 @@ def selenium_chrome(width: int = 1280, height: int = 900):
     for flag in [*CHROMIUM_FLAGS, f"--window-size={width},{height}"]:
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    # A home of its own: Chromium writes its crash-report settings (~/.config/chromium) and
+    # dconf (~/.cache/dconf) under the user's home otherwise (tests/tripwire.py).
+    home = tempfile.mkdtemp(prefix="memnest-chromium-home-")
+    env = {**os.environ, "HOME": home}
+    for name in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+        env.pop(name, None)
+    return webdriver.Chrome(options=options, service=Service(CHROMEDRIVER, env=env))
 
 
 class Workbench:

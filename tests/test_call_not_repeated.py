@@ -17,7 +17,8 @@ from memnest_shims.errors import OutcomeUnknown
 @pytest.fixture
 def spawning(fresh_daemon, monkeypatch):
     """A daemon environment whose clients, in this process, start the daemon themselves."""
-    for name in ("MEMNEST_SOCKET", "MEMNEST_LOG_FILE", "MEMORY_EMBEDDING_MODEL"):
+    for name in ("MEMNEST_SOCKET", "MEMNEST_LOG_FILE", "MEMORY_EMBEDDING_MODEL",
+                 "MEMNEST_USER_DIR"):
         monkeypatch.setenv(name, fresh_daemon.env[name])
     fresh_daemon.start()
     return fresh_daemon

@@ -586,7 +586,7 @@ def test_the_hook_command_line(hook_env, workspace):
     helped = subprocess.run([str(HOOK), "--help"], capture_output=True, text=True, timeout=30)
     assert helped.returncode == 0 and "session-start" in helped.stdout
     wrong = subprocess.run([str(HOOK), "prompt", "--client", "vim"], capture_output=True,
-                           text=True, timeout=30, input="")
+                           text=True, timeout=30, input="", env=hook_env)  # its hooks.log
     # Exit 2 would block the user's prompt in Claude Code: a bad command line exits 0 too.
     assert wrong.returncode == 0 and "invalid choice" in wrong.stderr and wrong.stdout == ""
 

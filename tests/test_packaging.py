@@ -2,6 +2,7 @@
 files it reads at run time (graph page, service templates) are inside the package."""
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -32,8 +33,14 @@ def installed(tmp_path_factory):
     """A fresh virtual environment with only the memnest wheel installed; its dependencies
     come from the development environment through a path entry (no network)."""
     tmp = tmp_path_factory.mktemp("wheel")
+    # Built from a copy: setuptools builds in the source tree (build/, the egg-info), and the
+    # checkout is not the tests' to write (tests/tripwire.py).
+    source = tmp / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", ".tools", "site", "build", "*.egg-info", "__pycache__", ".*_cache",
+        ".hypothesis", "node_modules", "tests", "bench", "docs", "examples"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                    "--no-build-isolation", "--wheel-dir", str(tmp / "dist"), str(ROOT)],
+                    "--no-build-isolation", "--wheel-dir", str(tmp / "dist"), str(source)],
                    check=True, capture_output=True, timeout=240, cwd=tmp)
     wheel = next((tmp / "dist").glob("memnest-*.whl"))
     env_dir = tmp / "env"

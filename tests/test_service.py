@@ -202,7 +202,8 @@ def test_an_inherited_fd_that_is_not_a_listening_socket_is_refused(fresh_daemon,
 
 def test_on_demand_daemon_exits_when_idle_and_comes_back(fresh_daemon, workspace, monkeypatch):
     monkeypatch.setenv("MEMNEST_IDLE_EXIT_MINUTES", "0.03")  # 1.8 s
-    for name in ("MEMNEST_SOCKET", "MEMNEST_LOG_FILE", "MEMORY_EMBEDDING_MODEL"):
+    for name in ("MEMNEST_SOCKET", "MEMNEST_LOG_FILE", "MEMORY_EMBEDDING_MODEL",
+                 "MEMNEST_USER_DIR"):
         monkeypatch.setenv(name, fresh_daemon.env[name])
     client = DaemonClient(fresh_daemon.socket, client_name="tests")  # starts it --spawned
     client.call_tool("memory_store", {"content": "kept across an idle exit"}, str(workspace))
@@ -435,7 +436,8 @@ def user_env(tmp_path, fresh_daemon, monkeypatch) -> Path:
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    for name in ("MEMNEST_SOCKET", "MEMNEST_LOG_FILE", "MEMORY_EMBEDDING_MODEL"):
+    for name in ("MEMNEST_SOCKET", "MEMNEST_LOG_FILE", "MEMORY_EMBEDDING_MODEL",
+                 "MEMNEST_USER_DIR"):
         monkeypatch.setenv(name, fresh_daemon.env[name])
     return home
 
@@ -508,7 +510,8 @@ def test_service_managed_daemon_is_restarted_by_its_manager_on_upgrade(fresh_dae
                                                                       monkeypatch):
     """An upgrade of a daemon run with --service: it exits 75 (the units restart on it) and
     the client waits for the manager's new daemon instead of starting its own."""
-    for name in ("MEMNEST_SOCKET", "MEMNEST_LOG_FILE", "MEMORY_EMBEDDING_MODEL"):
+    for name in ("MEMNEST_SOCKET", "MEMNEST_LOG_FILE", "MEMORY_EMBEDDING_MODEL",
+                 "MEMNEST_USER_DIR"):
         monkeypatch.setenv(name, fresh_daemon.env[name])
     old = subprocess.Popen(old_daemon_command("0.0.1", "--service"), env=fresh_daemon.env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

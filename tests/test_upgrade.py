@@ -19,7 +19,8 @@ OLD = "0.0.1"
 @pytest.fixture(autouse=True)
 def in_process_env(fresh_daemon, monkeypatch):
     """Clients in this process may start daemons: give those the test daemon's environment."""
-    for name in ("MEMNEST_SOCKET", "MEMNEST_LOG_FILE", "MEMORY_EMBEDDING_MODEL"):
+    for name in ("MEMNEST_SOCKET", "MEMNEST_LOG_FILE", "MEMORY_EMBEDDING_MODEL",
+                 "MEMNEST_USER_DIR"):
         monkeypatch.setenv(name, fresh_daemon.env[name])
 
 
