@@ -211,11 +211,12 @@ def test_no_export_or_page_is_written_where_git_publishes(call, workspace):
         p.read_text(errors="replace") for p in shared.rglob("*") if p.is_file())
 
 
-def test_a_teammates_ignore_file_cannot_publish_the_database_unnoticed(team):
+def test_a_teammates_ignore_file_cannot_publish_the_database(team):
     """Issue 55 (2): a committed .memnest/.gitignore that ignores nothing made the
-    documented `git add .memnest` stage memory.lbug. git itself is asked on every call:
-    each result carries a loud warning, memory_stats lists it, and sharing is refused until
-    the ignore rules are back."""
+    documented `git add .memnest` stage memory.lbug. git itself is asked: memnest's rules go
+    back at the end of the ignore file (the call says so, to commit it), and `git add
+    .memnest` stages no private file. A private file git tracks gets a loud warning on
+    every call and sharing is refused until it is untracked."""
     a, b = team
     a.call("memory_store", content="Shared note: the API gateway is Kong", scope="shared")
     a.publish()
@@ -227,15 +228,23 @@ def test_a_teammates_ignore_file_cannot_publish_the_database_unnoticed(team):
     git(b.repo, "push", "-q", "origin", "HEAD")
     a.pull()
     stored = a.call("memory_store", content=MINE, tags=MY_TAGS)
-    assert "memory.lbug" in stored["git_warning"] and "git add .memnest" in \
-        stored["git_warning"]
+    assert "Commit that change" in stored["git_note"] and "git_warning" not in stored
+    staged = git(a.repo, "add", "-n", ".memnest").stdout
+    assert "memory.lbug" not in staged and ".gitignore" in staged, staged
+    assert "git_note" not in a.call("memory_stats")
+
+    (a.repo / ".memnest" / "exports").mkdir()
+    (a.repo / ".memnest" / "exports" / "all.json").write_text("{}")
+    git(a.repo, "add", "-f", ".memnest/exports/all.json")
+    warned = a.call("memory_list")
+    assert ".memnest/exports/all.json" in warned["git_warning"]
     assert any("git would publish" in w for w in a.call("memory_stats")["warnings"])
     refused = a.fails("memory_share", id=stored["id"])
-    assert "not shared" in refused and ".gitignore" in refused
-    refused = a.fails("memory_store", content="Another team fact", scope="shared")
-    assert "not shared" in refused
+    assert "not shared" in refused and "git rm --cached" in refused
+    assert "not shared" in a.fails("memory_store", content="Another team fact",
+                                   scope="shared")
     assert "not shared" in a.fails("memory_update", id=stored["id"], scope="shared")
-    ignore = a.repo / ".memnest" / ".gitignore"
-    ignore.write_text("/*\n!/shared/\n")
+    git(a.repo, "rm", "-q", "--cached", ".memnest/exports/all.json")
+    (a.repo / ".memnest" / ".gitignore").touch()  # a change it sees at once
     fixed = a.call("memory_share", id=stored["id"])
     assert fixed["status"] == "shared" and "git_warning" not in fixed

@@ -98,3 +98,12 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=1)
     except subprocess.TimeoutExpired:
         pass
+
+
+def tracked(folder: str, names: list[str]) -> list[str]:
+    """Which of the files `names` in `folder` git tracks (reads only the index); [] outside
+    a repository or without git."""
+    code, out = run_git(folder, "ls-files", "-z", "--cached", "--", *names)
+    if code != 0:
+        return []
+    return [name for name in out.decode("utf-8", "replace").split("\0") if name]

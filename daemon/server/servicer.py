@@ -201,6 +201,8 @@ class MemnestService(pb_grpc.MemnestServicer):
                 result = {**result, "no_memory": ctx.no_memory_note()}
             if ctx.published and isinstance(result, dict):
                 result = {**result, "git_warning": published.warning(ctx.published)}
+            if ctx.restored_ignore and isinstance(result, dict):
+                result = {**result, "git_note": published.RESTORED_NOTE}
             note = self._model_note(request)
             if note and isinstance(result, dict):
                 result = {**result, "model_note": note}

@@ -210,3 +210,32 @@ def write_gitignore(folder: str) -> None:
         os.write(out, GITIGNORE)
     finally:
         os.close(out)
+
+
+RESTORED = (b"\n# Added by memnest: the lines above let git publish its private files (the\n"
+            b"# databases). These keep them out; delete them only to publish everything.\n"
+            b"/*\n!/shared/\n")
+
+
+def restore_gitignore(folder: str) -> bool:
+    """Append memnest's rules to a `.memnest/.gitignore` that lets git publish private
+    files (a teammate's commit): being last, they win. Never through a link; True when
+    the rules were added."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW | _CLOEXEC)
+    except OSError:
+        return False
+    try:
+        out = os.open(".gitignore", os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW
+                      | _CLOEXEC, 0o644, dir_fd=fd)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    try:
+        if not stat.S_ISREG(os.fstat(out).st_mode):
+            return False
+        os.write(out, RESTORED)
+        return True
+    finally:
+        os.close(out)

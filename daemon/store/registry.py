@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..code.git_cli import tracked
 from ..core.errors import ToolError, invalid
 from ..storage import db_files
 from ..storage.database import ModelMismatch
@@ -73,6 +74,21 @@ def caller_database(workspace: str, db_path: str) -> str:
                         f"no folder but a workspace's own {OWN_FOLDER}/: create it first "
                         f"(mkdir -m 700 {folder}), or use the workspace's own")
     return full
+
+
+def refuse_tracked(db_path: str) -> None:
+    """A database git tracks is never opened: what memnest wrote there would be published by
+    the next `git add`, and a stranger's repository may carry one made to be trusted."""
+    folder, name = os.path.split(db_path)
+    found = tracked(folder, [name + suffix for suffix in db_files.SUFFIXES])
+    if found:
+        shown = ", ".join(os.path.join(folder, f) for f in found)
+        raise ToolError("permission_denied",
+                        f"{shown} is tracked by git, so memnest will not use it: what it "
+                        "writes there would be published by the next commit (a repository "
+                        "may also carry a database made to be trusted). Untrack it with "
+                        f"`git rm --cached {' '.join(found)}` in {folder} (and commit), or "
+                        "delete it to start this workspace's memory afresh")
 
 
 def has_memory(workspace: str, db_path: str) -> bool:
@@ -274,6 +290,8 @@ class StoreRegistry:
         return store
 
     def _open_database(self, key: str) -> MemoryStore:
+        if key != ":memory:":
+            refuse_tracked(key)
         try:
             return MemoryStore(key, *self._open_args)
         except ModelMismatch as exc:

@@ -80,6 +80,7 @@ class ToolContext:
     reading: bool = False  # a read-only tool: a workspace with no memory is not created
     found_nothing: bool = False  # set when it was read so: no database, nothing created
     published: list[str] = field(default_factory=list)  # private files git would publish
+    restored_ignore: bool = False  # memnest put its rules back in .memnest/.gitignore now
     _store: MemoryStore | None = None
     _personal: ToolContext | None = None
     _others: list[ToolContext] = field(default_factory=list)  # elsewhere()'s, closed with it
@@ -107,6 +108,7 @@ class ToolContext:
             team_check(self)  # what it brought in waits for memory_sync (sync.unreported)
             if self._store.team is not None:
                 self.published = published.exposed(self.workspace)
+                self.restored_ignore = published.take_restored(self.workspace)
             if self.origin.via != "hook":  # a hook's budget is too short for an import
                 follow_check(self)
         return self._store
