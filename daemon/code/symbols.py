@@ -25,16 +25,18 @@ _MODS = r"(?:(?:export|default|declare|public|private|protected|static|async|rea
 
 # (pattern with {n} for the name, kind): "def" lines are definitions outright; "call" lines
 # look like a call as much as a definition and count only when a body follows the
-# parameters (`send(x) {` defines, `send(x);` calls).
+# parameters (`send(x) {` defines, `send(x);` calls). A line may be a whole hostile file:
+# no two quantifiers side by side may take the same characters (`{W}*\*?{W}*` split a run
+# of spaces every way: quadratic), so a failed match gives each character back once.
 _PYTHON = [(r"{W}*(?:async{W}+def|def|class){W}+{n}(?![\w$])", "def")]
 _SCRIPT = [
-    (r"{W}*{M}function\b{W}*\*?{W}*{n}(?![\w$])", "def"),
+    (r"{W}*{M}function\b{W}*(?:\*{W}*)?{n}(?![\w$])", "def"),
     (r"{W}*{M}(?:class|interface|enum|type|namespace|module){W}+{n}(?![\w$])", "def"),
     (r"{W}*{M}(?:const|let|var){W}+{n}(?![\w$])", "def"),
     (r"{W}*{M}#?{n}{W}*(?::[^=\n]+)?={W}*(?:async\b{W}*)?(?:function\b|\([^)\n]*\){W}*"
      r"(?::[^=\n]+)?=>|[A-Za-z_$][\w$]*{W}*=>)", "def"),
     (r"{W}*['\"]?{n}['\"]?{W}*:{W}*(?:async\b{W}*)?(?:function\b|\([^)\n]*\){W}*=>)", "def"),
-    (r"{W}*{M}\*?#?{n}{W}*(?:<[^>\n]*>)?{W}*\(", "call"),
+    (r"{W}*{M}\*?#?{n}{W}*(?:<[^>\n]*>{W}*)?\(", "call"),
 ]
 _GO = [
     (r"func{W}+(?:\([^)\n]*\){W}*)?{n}(?![\w$])", "def"),
@@ -47,8 +49,10 @@ _RUST = [
     (r"{W}*impl(?:<[^>\n]*>)?{W}+(?:[\w:<>]+{W}+for{W}+)?{n}(?![\w$])", "def"),
 ]
 _CLIKE = [
-    (r"{W}*(?:@[\w.]+(?:\([^)\n]*\))?{W}+)*{M}(?:[\w]+{W}+)*(?:class|interface|enum|struct|"
-     r"record|object|trait|protocol|extension|namespace){W}+{n}(?![\w$])", "def"),
+    # modifiers as words (not {M} then words: both took them, quadratic in their number)
+    (r"{W}*(?:@[\w.]+(?:\([^)\n]*\))?{W}+)*(?:(?:pub\([^)\n]*\)|\w+){W}+)*"
+     r"(?:class|interface|enum|struct|record|object|trait|protocol|extension|namespace)"
+     r"{W}+{n}(?![\w$])", "def"),
     (r"{W}*{M}(?:fun|func|def|function|sub){W}+(?:<[^>\n]*>{W}*)?(?:[\w.]+\.)?{n}(?![\w$])",
      "def"),
     (r"{W}*(?:[\w@<>\[\],.*&:~?]+{W}+)*[*&]*(?:[\w:]+::)?~?{n}{W}*\(", "call"),
@@ -282,7 +286,7 @@ MAX_OUTLINED = 400         # definitions outlined per file; the rest are not nam
 _PY_DEF = re.compile(r"([ \t]*)(?:async[ \t]+def|def|class)[ \t]+([A-Za-z_]\w{0,200})")
 _TOP_DEF = re.compile(
     r"(?:export[ \t]+(?:default[ \t]+)?)?" + _MODS +
-    r"(?:function\b[ \t]*\*?|class|interface|enum|struct|trait|type|fn|def|sub|module|"
+    r"(?:function\b(?:[ \t]*\*)?|class|interface|enum|struct|trait|type|fn|def|sub|module|"
     r"namespace|object|record|protocol|func(?:[ \t]*\([^)\n]{0,200}\))?|"
     r"impl(?:<[^>\n]{0,200}>)?|const|let|var|static)[ \t]+([A-Za-z_$][\w$]{0,200})")
 _CLOSER = re.compile(r"[})\]]|end\b|fi\b|done\b|esac\b")

@@ -20,12 +20,14 @@ NOTES_KINDS = ("markdown", "basic-memory")  # folders of notes: sources/notes.py
 IMPORT_DEPTH = 5  # CLAUDE.md @imports followed this many hops, as Claude Code does
 _MD = re.compile(r"(?i).+\.md")
 _MDC = re.compile(r"(?i).+\.mdc|\.cursorrules")
-# An @import in a CLAUDE.md: @ at a word's start, then a path with a file extension.
-_AT_IMPORT = re.compile(r"(?<![\w@`/])@((?:~/|\.{1,2}/|/)?[\w.@~+-]+(?:/[\w.@~+-]+)*\.\w+)")
+# An @import in a CLAUDE.md: @ at a word's start, then a path with a file extension. No
+# character of a path may come before the @, so no search starts inside a path an earlier
+# one scanned (`-@a-@a...` was scanned again from each @: quadratic).
+_AT_IMPORT = re.compile(r"(?<![\w.@~+`/-])@((?:~/|\.{1,2}/|/)?[\w.@~+-]+(?:/[\w.@~+-]+)*\.\w+)")
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
 _BOILERPLATE = re.compile(r"This file provides guidance to [\w .()/-]{1,60} when working with "
                           r"code in this repository\.?$")
-_INDEX_LINE = re.compile(r"\[[^\]\n]+\]\([^)\s]+\.md\)")
+_INDEX_LINE = re.compile(r"\[[^\[\]\n]+\]\([^()\[\]\s]+\.md\)")  # no [ inside: linear
 
 
 @dataclass(frozen=True)

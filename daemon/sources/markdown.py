@@ -11,7 +11,9 @@ from typing import Literal
 SECTION_CHARS = 1500  # prose of one section kept as one piece up to this many characters
 MIN_PIECE_CHARS = 8  # shorter pieces ("TODO", a lone link label) say nothing on their own
 FRONT_KEYS = 100  # frontmatter keys read, at most
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
+# A heading's marks; its text is cut from the rest of the line by _heading_text: a pattern
+# with quantifiers side by side over the same spaces took seconds on a run of them.
+_HEADING = re.compile(r"(#{1,6})[ \t]")
 _BULLET = re.compile(r"^([-*+]|\d{1,9}[.)])[ \t]+(.*)$")
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _RULE = re.compile(r"^[ \t]{0,3}([-*_])([ \t]*\1){2,}[ \t]*$")
@@ -211,7 +213,8 @@ class _Splitter:
             heading = _HEADING.match(line) if line[:1] == "#" else None
             if heading:
                 self._close(n)
-                self._heading(len(heading.group(1)), _inline(heading.group(2)))
+                self._heading(len(heading.group(1)),
+                              _inline(_heading_text(line[heading.end():])))
             elif not stripped or _RULE.match(line):
                 if self.open_kind == "prose" or not self._continues_bullet(n):
                     self._close(n)
@@ -296,6 +299,11 @@ def _dedent_children(lines: list[str]) -> str:
     children = [line for line in lines[1:] if line.strip()]
     indent = min((len(line) - len(line.lstrip()) for line in children), default=0)
     return "\n".join([lines[0], *(line[indent:] if line.strip() else "" for line in lines[1:])])
+
+
+def _heading_text(rest: str) -> str:
+    """What follows a heading's marks, without a closing run of #s and the spaces around."""
+    return rest.strip(" \t").rstrip("#").rstrip(" \t")
 
 
 def _inline(text: str) -> str:

@@ -18,7 +18,9 @@ RELATION_WORDS: Final = {"related_to": "RELATED_TO", "relates_to": "RELATED_TO",
                          "replaces": "SUPERSEDES", "explains": "EXPLAINS"}
 NOTE_WORDS: Final = {v: k for k, v in RELATION_WORDS.items() if k in (
     "related_to", "supersedes", "explains")}
-_WIKILINK = re.compile(r"!?\[\[([^\]\n|#^]+)(?:[#^][^\]\n|]*)?(?:\\?\|[^\]\n]*)?\]\]")
+# No part of a link holds a bracket, so a search tried at each `[[` stops at the next one:
+# linear in a run of `[` (which took seconds when the parts could take it whole).
+_WIKILINK = re.compile(r"!?\[\[([^\[\]\n|#^]+)(?:[#^][^\[\]\n|]*)?(?:\\?\|[^\[\]\n]*)?\]\]")
 _RELATION_LINE = re.compile(r"^(?:([A-Za-z][\w-]{0,40})[ \t]+)?\[\[([^\]\n]+)\]\]"
                             r"(?:[ \t]*\(([^)\n]*)\))?[ \t]*$")
 _OBSERVATION = re.compile(r"^\[([^\[\]()\n]{1,40})\][ \t]+(.+)$", re.S)
