@@ -5,7 +5,6 @@ Command modules (commands/) import this; nothing here imports them or main.py.
 """
 import argparse
 import enum
-import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from memnest_proto.contract import DEFAULT_MODEL, OFFLINE_MODEL
 from .. import workspace as ws
 from ..client import DaemonClient, DaemonUnavailable, ToolFailure
 from .progress import Progress
+from .terminal import json_text
 
 # A tool's arguments and its JSON answer, as the daemon's schema describes them.
 ToolArguments = dict[str, Any]
@@ -74,6 +74,9 @@ class Command:
     run: Handler
     options: SharedOptions = "workspace"
     add_arguments: Callable[[argparse.ArgumentParser], None] = _no_arguments
+    # False only for a command whose output is a program's input, not a person's terminal
+    # (the hook's answer to an editor): what it prints is left as it is (terminal.py).
+    to_terminal: bool = True
 
 
 class HelpWithDefaults(argparse.HelpFormatter):
@@ -103,7 +106,7 @@ def bounded(low: int, high: int) -> Callable[[str], int]:
 # -- output ----------------------------------------------------------------------------------
 
 def print_json(value: object) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False))
+    print(json_text(value))
 
 
 _said: set[str] = set()

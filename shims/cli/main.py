@@ -11,6 +11,7 @@ from memnest_proto.version import VERSION
 
 from .commands import config, daemon, hook, memories, service, team, tls, transfer, ui, upkeep
 from .common import Command, HelpWithDefaults, run
+from .terminal import printing_to_terminal
 
 GROUPS = (daemon, memories, team, transfer, service, config, hook, upkeep, tls, ui)
 # The order `memnest-ctl --help` lists them in; a command not named here comes last.
@@ -50,13 +51,18 @@ def build_parser() -> argparse.ArgumentParser:
                                    formatter_class=HelpWithDefaults,
                                    parents=parents[command.options])
         command.add_arguments(described)
-        described.set_defaults(run=command.run)
+        described.set_defaults(run=command.run, to_terminal=command.to_terminal)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return run(args.run, args)
+    if not args.to_terminal:
+        return run(args.run, args)
+    # Everything a command prints passes terminal.shown: no control character reaches the
+    # terminal from a memory, a file or the daemon.
+    with printing_to_terminal():
+        return run(args.run, args)
 
 
 if __name__ == "__main__":

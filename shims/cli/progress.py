@@ -1,7 +1,10 @@
 """Progress of a long daemon call, for a person at a terminal or for a log: a bar that redraws
-in place on a TTY, plain lines otherwise."""
+in place on a TTY, plain lines otherwise. The bar's own controls go to the stream beneath
+terminal.Shown; the label and the daemon's message pass one_line."""
 import sys
 from typing import TextIO
+
+from .terminal import beneath, one_line
 
 
 class Progress:
@@ -9,12 +12,13 @@ class Progress:
     WIDTH = 30
 
     def __init__(self, label: str, stream: TextIO | None = None) -> None:
-        self.label = label
-        self.stream = stream or sys.stderr
+        self.label = one_line(label)
+        self.stream = beneath(stream or sys.stderr)
         self.tty = self.stream.isatty()
         self._drawn = False
 
     def __call__(self, done: float, total: float, message: str) -> None:
+        message = one_line(message)
         if self.tty:
             filled = int(self.WIDTH * done / total) if total else 0
             bar = "#" * filled + "-" * (self.WIDTH - filled)

@@ -9,6 +9,7 @@ from ... import workspace as ws
 from ...client import DaemonClient
 from .. import doctor
 from ..common import Command, ExitCode, Failure, bounded, client, print_json, workspace
+from ..terminal import one_line
 
 
 def _mib(n: int) -> str:
@@ -46,7 +47,8 @@ def print_status(s: pb.StatusResponse) -> None:
     if not s.workspaces:
         print("no workspace open")
     for w in s.workspaces:
-        print(f"  {w.workspace}: {w.memories} memories, idle {w.idle_seconds:.0f}s ({w.db_path})")
+        print(f"  {one_line(w.workspace)}: {w.memories} memories, idle {w.idle_seconds:.0f}s "
+              f"({one_line(w.db_path)})")
 
 
 def cmd_status(args: argparse.Namespace) -> None:
@@ -64,7 +66,7 @@ def cmd_status(args: argparse.Namespace) -> None:
         return
     print_status(s)
     if here:
-        print(f"here     {here['workspace']}: {here['why']}")
+        print(f"here     {one_line(here['workspace'])}: {one_line(here['why'])}")
 
 
 def _here(daemon: DaemonClient, args: argparse.Namespace) -> dict[str, object] | None:

@@ -11,5 +11,5 @@ def cmd_hook(args: argparse.Namespace) -> None:
 
 COMMANDS = (
     Command("hook", "run one agent hook event (what `config` installs; reads the editor's "
-            "hook JSON on stdin)", cmd_hook, "none", hook.add_arguments),
+            "hook JSON on stdin)", cmd_hook, "none", hook.add_arguments, to_terminal=False),
 )

@@ -7,6 +7,7 @@ import sys
 from memnest_proto.contract import CATEGORIES
 
 from ..common import Command, ToolArguments, ToolResult, bounded, call, client, print_json
+from ..terminal import one_line
 
 
 def cmd_stats(args: argparse.Namespace) -> None:
@@ -153,11 +154,11 @@ def cmd_search(args: argparse.Namespace) -> None:
         return
     if not result["results"]:
         print(result.get("no_memory") or "no memories found")
-    for r in result["results"]:
-        tags = f" [{', '.join(r['tags'])}]" if r["tags"] else ""
+    for r in result["results"]:  # one line a hit: its text, tags and project on it
+        tags = f" [{', '.join(map(one_line, r['tags']))}]" if r["tags"] else ""
         where = " (personal)" if r.get("scope") == "user" else \
-            f" (in {r['from_workspace']})" if r.get("from_workspace") else ""
-        print(f"{r['id']:>6}  {r['score']:.3f}  {r['content']}{tags}{where}")
+            f" (in {one_line(r['from_workspace'])})" if r.get("from_workspace") else ""
+        print(f"{r['id']:>6}  {r['score']:.3f}  {one_line(r['content'])}{tags}{where}")
         note = code_note(r.get("code") or {})
         if note:
             print(f"{'':>15}({note})")
@@ -172,15 +173,15 @@ def cmd_show(args: argparse.Namespace) -> None:
     if args.json:
         print_json(m)
         return
-    tags = ", ".join(m.get("tags") or []) or "none"
+    tags = ", ".join(map(one_line, m.get("tags") or [])) or "none"
     print(f"memory {m['id']}  {m['category']}, importance {m['importance']}, "
           f"{m.get('scope', 'private')}")
     print(f"tags     {tags}")
     print(f"written  {m['created_at']}, updated {m['updated_at']}")
     origin = m.get("origin") or {}
     if origin.get("via"):
-        by = f" by {origin['client']}" if origin.get("client") else ""
-        print(f"via      {origin['via']}{by}")
+        by = f" by {one_line(origin['client'])}" if origin.get("client") else ""
+        print(f"via      {one_line(origin['via'])}{by}")
     for label, key in (("replaced by", "superseded_by"), ("replaces", "supersedes"),
                        ("kept apart from", "kept_separate_from")):
         if m.get(key):
@@ -199,9 +200,9 @@ def code_note(code: ToolResult) -> str:
     notes = []
     if code.get("state") in ("changed", "deleted"):
         stale = [a for a in code.get("anchors", []) if a.get("state") == code["state"]]
-        notes.append(f"code {code['state']}: " + ", ".join(a["cites"] for a in stale))
+        notes.append(f"code {code['state']}: " + ", ".join(one_line(a["cites"]) for a in stale))
     if code.get("branch"):
-        notes.append(f"from unmerged branch {code['branch']['written_on']}")
+        notes.append(f"from unmerged branch {one_line(code['branch']['written_on'])}")
     return "; ".join(notes)
 
 
@@ -236,11 +237,12 @@ def cmd_stale(args: argparse.Namespace) -> None:
         return
     print(f"{result['stale']} of {result['anchored']} anchored memories cite code that "
           "changed or went")
-    for f in result["files"]:
-        print(f"\n{f['path']}")
+    for f in result["files"]:  # the file's name on a line, then a line a memory
+        print(f"\n{one_line(f['path'])}")
         for m in f["memories"]:
             detail = m.get("diff") or m.get("detail") or ""
-            print(f"  #{m['id']:<6} {m['state']:<8} {m['cites']}: {m['content']}")
+            print(f"  #{m['id']:<6} {m['state']:<8} {one_line(m['cites'])}: "
+                  f"{one_line(m['content'])}")
             if detail:
                 print(f"          {detail}")
     if result["stale"]:

@@ -2,6 +2,7 @@
 import argparse
 
 from ..common import Command, Failure, ToolResult, call, client, print_json
+from ..terminal import one_line
 
 
 def add_share_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,9 +25,9 @@ def cmd_share(args: argparse.Namespace) -> None:
         if args.unshare:
             print(f"unshared {m['id']} (global id {m.get('global_id') or '-'})")
         else:
-            print(f"shared {m['id']} -> {m.get('file')}")
+            print(f"shared {m['id']} -> {one_line(m.get('file'))}")
     for path in result.get("removed_files", []):
-        print(f"removed {path}")
+        print(f"removed {one_line(path)}")
     if result.get("missing"):
         print(f"not found here: {', '.join(map(str, result['missing']))}")
     if result.get("next"):
@@ -53,25 +54,26 @@ def print_arrivals(result: ToolResult) -> None:
         print(f"{label}: {len(entries)}")
         for e in entries:
             into = f" into {e['into']}" if e.get("into") else ""
-            print(f"  {e.get('id')} [{e.get('global_id')}]{into} {e.get('content', '')}")
+            print(f"  {e.get('id')} [{one_line(e.get('global_id'))}]{into} "
+                  f"{one_line(e.get('content', ''))}")
     conflicts = result.get("conflicts") or []
     print(f"conflicts: {len(conflicts)}")
     for c in conflicts:
         others = ", ".join(str(x.get("memory_id")) for x in c.get("conflicts", []))
-        print(f"  {c.get('id')} [{c.get('global_id')}] may contradict {others}: read both "
-              "with memnest-ctl show, then relate --type supersedes or keep-separate")
+        print(f"  {c.get('id')} [{one_line(c.get('global_id'))}] may contradict {others}: read "
+              "both with memnest-ctl show, then relate --type supersedes or keep-separate")
     ignored = result.get("ignored") or []
     if ignored:
         print(f"ignored ({len(ignored)}): they name a memory that is not shared here")
         for e in ignored:
-            print(f"  {e.get('file')}: {e.get('why')}")
+            print(f"  {one_line(e.get('file'))}: {one_line(e.get('why'))}")
     print(f"relations added: {result.get('relations_added', 0)}; shared memories here: "
           f"{result.get('shared_memories', 0)}")
     problems = result.get("problems") or []
     if problems:
         print(f"not imported ({len(problems)}):")
         for p in problems:
-            print(f"  {p}")
+            print(f"  {one_line(p)}")
         print(f"to fix: {result.get('how_to_fix', '')}")
 
 

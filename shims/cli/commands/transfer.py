@@ -8,6 +8,7 @@ from pathlib import Path
 from ... import workspace as ws
 from ...own_paths import NotOurs, check_parent, check_target, write_file
 from ..common import Command, Failure, call, client, long_call, print_json
+from ..terminal import one_line
 
 EXPORT_SIGNATURE = b'{\n "format": "memnest-export"'  # how an export file starts
 
@@ -269,14 +270,15 @@ def _adopt(args: argparse.Namespace) -> None:
           f"{out['conflict']} flagged as conflicts; {out['unchanged'] + out['moved']} "
           f"unchanged, {out['duplicate'] + out['held']} already held")
     for row in out.get("planned" if out["dry_run"] else "changes", []):
-        print(f"  {row['action']:<9} {row['source']}  {row['content'][:70]}")
+        print(f"  {row['action']:<9} {one_line(row['source'])}  {one_line(row['content'][:70])}")
     for memory in out["removed"]:
         state = "forgotten" if memory["id"] in out.get("pruned", []) else "gone from its file"
-        print(f"  {state}: #{memory['id']} {memory['source']}  {memory['content'][:60]}")
+        print(f"  {state}: #{memory['id']} {one_line(memory['source'])}  "
+              f"{one_line(memory['content'][:60])}")
     if out["removed"] and not out.get("pruned") and not out["dry_run"]:
         print("  (memnest-ctl import --from ... --prune forgets them)")
     for where, why in out.get("skipped", {}).items():
-        print(f"  skipped {where}: {why}")
+        print(f"  skipped {one_line(where)}: {one_line(why)}")
     if args.follow:
         print("  followed: imported again whenever these files change")
 
