@@ -49,7 +49,8 @@ class Kind:
     category: Category = "general"
     follows_imports: bool = False
     needs_path: bool = False  # it keeps no files in a known place: PATH is needed
-    split: Callable[[SourceFile, int], list[Unit]] | None = None  # not Markdown: its parser
+    # not Markdown: its parser (the file, max_chars, where to note the items it leaves out)
+    split: Callable[[SourceFile, int, dict[str, str]], list[Unit]] | None = None
 
 
 def _fixed(*spots: Spot) -> Callable[[str], list[Spot]]:
@@ -199,11 +200,14 @@ def _take(kind: Kind, reader: Reader, path: str, max_chars: int, found: Found,
     if source is None:
         return
     if kind.split is not None:
+        left_out: dict[str, str] = {}  # its memories of the wrong shape
         try:
-            found.units += kind.split(source, max_chars)
+            found.units += kind.split(source, max_chars, left_out)
         except stores.NotThisKind as wrong:
             found.files.remove(source)  # not read as far as its memories go
             found.skipped[source.shown] = f"not a {kind.name} file: {wrong}"
+            return
+        found.skipped.update(left_out)
         return
     doc = markdown.parse(source.text)
     if kind.name in NOTES_KINDS:

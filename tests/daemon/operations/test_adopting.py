@@ -271,6 +271,65 @@ def test_a_mem0_dump_comes_in_with_its_categories_as_tags(ctx, home):
         adopt(ctx, SourceAsk("mem0"))
 
 
+DEEP = "[" * 100_000 + "]" * 100_000  # deeper than Python's JSON reader recurses
+
+
+def test_a_malformed_mem0_memory_is_left_out_with_why_and_the_rest_come_in(ctx, home):
+    _write(ctx, "mem0.json", '{"results": [\n' + ",\n".join([
+        '{"id": "a1", "memory": "Prefers window seats on long flights"}',
+        '{"id": "a2", "memory": 42}',
+        '["a list", "where a memory goes"]',
+        '{"id": "a3", "memory": "Nested far too deep", "metadata": {"x": ' + DEEP + '}}',
+        '{"id": "a4", "memory": "Metadata as a list", "metadata": ["not", "an", "object"]}',
+        '{"id": "a5", "memory": "Categories as a number", "categories": 7}',
+        '{"id": "a6", "memory": "Allergic to peanuts", "categories": ["health"]}',
+        DEEP]) + "\n]}\n")
+    done = adopt(ctx, SourceAsk("mem0", "mem0.json"))
+    assert {m.content for m in _memories(ctx, "mem0")} == {
+        "Prefers window seats on long flights", "Allergic to peanuts"}
+    skipped = done.found.skipped
+    assert set(skipped) == {f"mem0.json, memory {n}" for n in (2, 3, 4, 5, 6, 8)}
+    assert "memory is a number, not text" in skipped["mem0.json, memory 2"]
+    assert "a list, not an object" in skipped["mem0.json, memory 3"]
+    assert "nested too deeply" in skipped["mem0.json, memory 4"]
+    assert "metadata is a list, not an object" in skipped["mem0.json, memory 5"]
+    assert "categories is a number, not a list" in skipped["mem0.json, memory 6"]
+    assert "nested too deeply" in skipped["mem0.json, memory 8"]
+    assert adopt(ctx, SourceAsk("mem0", "mem0.json")).count("unchanged") == 2
+
+
+def test_a_malformed_memory_server_line_is_left_out_with_why_and_the_rest_come_in(ctx, home):
+    _write(ctx, "memory.jsonl", "\n".join([
+        '{"type":"entity","name":"Orders_API","entityType":"service",'
+        '"observations":["Written in Go 1.22"]}',
+        '{"type":"entity","name":"Billing","entityType":"service","observations":5}',
+        '["entity", "Ana"]',
+        '{"type":"entity","name":{"first":"Ana"},"observations":["On call"]}',
+        '{"type":"entity","name":"Deep","observations":' + DEEP + '}',
+        '{"type":"entity","name":"Ana","entityType":"person","observations":["On call",3]}',
+        '{"type":"relation","from":"Ana","to":7,"relationType":"is_on_call_for"}',
+        '{"type":["entity"],"name":"Typed"}',
+        DEEP,
+        '{"type":"entity","name":"Kept","entityType":"person",'
+        '"observations":["Kept after the bad lines"]}',
+        '{"type":"relation","from":"Kept","to":"Orders_API","relationType":"works_on"}']) + "\n")
+    done = adopt(ctx, SourceAsk("server-memory"))
+    assert {m.content for m in _memories(ctx, "server-memory")} == {
+        "Orders API: Written in Go 1.22", "Kept: Kept after the bad lines",
+        "Kept works on Orders API"}
+    skipped = done.found.skipped
+    assert set(skipped) == {f"memory.jsonl:{n}" for n in range(2, 10)}
+    assert "observations is a number, not a list" in skipped["memory.jsonl:2"]
+    assert "a list, not an object" in skipped["memory.jsonl:3"]
+    assert "name is an object, not text" in skipped["memory.jsonl:4"]
+    assert "nested too deeply" in skipped["memory.jsonl:5"]
+    assert "observations holds a number, not text" in skipped["memory.jsonl:6"]
+    assert "to is a number, not text" in skipped["memory.jsonl:7"]
+    assert "type is a list, not text" in skipped["memory.jsonl:8"]
+    assert "nested too deeply" in skipped["memory.jsonl:9"]
+    assert done.links["unresolved"] == 0
+
+
 # One fixture per kind of rule file, written from each tool's documentation: where it
 # lives, a realistic file, and a piece that must come in with what it applies to.
 RULE_FIXTURES = {

@@ -26,7 +26,7 @@ def _mem0_dump(n: int) -> str:
 def _read(n: int) -> tuple[int, list[int]]:
     text = _CountedText(_mem0_dump(n))
     _CountedText.read = 0
-    units = stores.mem0_units(SourceFile("mem0.json", "mem0.json", text), 1000)
+    units = stores.mem0_units(SourceFile("mem0.json", "mem0.json", text), 1000, {})
     return _CountedText.read, [u.start for u in units]
 
 
