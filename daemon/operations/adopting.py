@@ -19,6 +19,8 @@ from typing import Literal
 
 import numpy as np
 
+from ..code.files import AnchorError, clean_path
+from ..code.files import read_source as read_code
 from ..core.errors import invalid
 from ..core.records import ORIGIN_CHARS, Memory, Origin, content_hash
 from ..curation import admission
@@ -113,7 +115,8 @@ def adopt(ctx: CallContext, ask: SourceAsk, confined: Confined | None = None) ->
     done.planned = refused + [planned[n] for n in range(len(found.units))]
     done.removed = gone
     if not ask.dry_run:
-        _apply(ctx, done, ask.prune, {found.units[n].text: v for n, v in vectors.items()})
+        _apply(ctx, done, ask.prune, {found.units[n].text: v for n, v in vectors.items()},
+               _anchorable(ctx, found))
     done.links = _link(ctx, done)
     return done
 
@@ -286,15 +289,15 @@ def _in_reach(shown: str, reach: str | None) -> bool:
 
 # -- writing ---------------------------------------------------------------------------------
 
-def _apply(ctx: CallContext, done: Adopted, prune: bool,
-           known: dict[str, np.ndarray]) -> None:
-    changes = [_change(p) for p in done.planned if p.action in ("update", "moved")]
+def _apply(ctx: CallContext, done: Adopted, prune: bool, known: dict[str, np.ndarray],
+           lines: dict[str, int]) -> None:
+    changes = [_change(p, lines) for p in done.planned if p.action in ("update", "moved")]
     batch = ctx.settings.max_batch
     for start in range(0, len(changes), batch):
         revise(ctx, changes[start:start + batch], batch=True)
     fresh = [n for n, p in enumerate(done.planned) if p.action in ("store", "merge",
                                                                     "conflict")]
-    entries = [_entry(done.kind, done.planned[n].unit) for n in fresh]
+    entries = [_entry(done.kind, done.planned[n].unit, lines) for n in fresh]
     for start in range(0, len(entries), batch):
         remembered = remember(ctx, entries[start:start + batch], batch=True, known=known)
         for n, outcome in zip(fresh[start:start + batch], remembered.outcomes):
@@ -352,18 +355,35 @@ def _record(done: Adopted, n: int, outcome: Outcome | Verdict) -> None:
         done.stored.append(outcome.memory.id)
 
 
-def _anchors(unit: Unit) -> list[dict[str, str]] | None:
-    return [{"path": unit.file.inside, "lines": unit.lines}] if unit.file.inside else None
+def _anchorable(ctx: CallContext, found: Found) -> dict[str, int]:
+    """The lines a code anchor can cite in each file read in the workspace, as the code's
+    reader counts them; 0 when none (a file sources read but code does not anchor: over
+    code/files.py's 2 MiB, a name no cited path has). A piece past them comes in without
+    its anchor, rather than failing the import."""
+    out: dict[str, int] = {}
+    for file in found.files:
+        if file.inside and file.inside not in out:
+            try:
+                out[file.inside] = len(read_code(ctx.checkout, clean_path(file.inside)).lines)
+            except AnchorError:
+                out[file.inside] = 0
+    return out
 
 
-def _entry(kind: str, unit: Unit) -> Entry:
+def _anchors(unit: Unit, lines: dict[str, int]) -> list[dict[str, str]] | None:
+    if not unit.file.inside or unit.end > lines.get(unit.file.inside, 0):
+        return None
+    return [{"path": unit.file.inside, "lines": unit.lines}]
+
+
+def _entry(kind: str, unit: Unit, lines: dict[str, int]) -> Entry:
     return Entry(unit.text, unit.category, list(unit.tags), unit.importance,
-                 anchors=_anchors(unit),
+                 anchors=_anchors(unit, lines),
                  keep_as_is=True, origin=Origin("import", kind, unit.session[:ORIGIN_CHARS]))
 
 
-def _change(p: Planned) -> Change:
+def _change(p: Planned, lines: dict[str, int]) -> Change:
     assert p.memory_id is not None
     unit = p.unit
     return Change(p.memory_id, content=unit.text if p.action == "update" else None,
-                  anchors=_anchors(unit) or [], source=unit.session[:ORIGIN_CHARS])
+                  anchors=_anchors(unit, lines) or [], source=unit.session[:ORIGIN_CHARS])

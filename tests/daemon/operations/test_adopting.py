@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from memnest_daemon.code import files as code_files
 from memnest_daemon.core.errors import ToolError
 from memnest_daemon.operations.adopting import SourceAsk, adopt
 from memnest_daemon.sources import files
@@ -132,6 +133,34 @@ def test_hostile_files_are_left_out_with_why_and_the_rest_come_in(ctx, home, mon
     assert [m.content for m in _memories(ctx, "cline")] == [
         "The product sends invoices to small businesses every month."]
     assert not any("root:" in m.content for m in _memories(ctx, "cline"))
+
+
+def test_a_piece_that_cannot_be_anchored_comes_in_without_its_anchor(ctx, home):
+    """Files up to sources' limit (4 MiB) are read, code anchors stop at 2 MiB; a name or
+    a line break (form feed) the code's reader takes otherwise: the piece is kept, only
+    not anchored, and the rest of the import goes on."""
+    filler = "<!--\n" + "a line of a long comment, left out of the pieces\n" * 60_000 + "-->\n"
+    big = _write(ctx, "memory-bank/big.md", "# Big\n- Invoices go out on the first Monday\n"
+                 + filler + "- Refunds are approved by the finance team\n")
+    assert code_files.MAX_FILE_BYTES < big.stat().st_size <= files.MAX_FILE_BYTES
+    _write(ctx, "memory-bank/form feed.md", "- The first fact is on line one\x0c"
+                                            "- The second fact is on line two\n")
+    _write(ctx, "memory-bank/back\\slash.md", "- A planted name with a backslash in it\n")
+    _write(ctx, "memory-bank/small.md", "# Small\n- The small file's fact keeps its anchor\n")
+    done = adopt(ctx, SourceAsk("cline"))
+    got = {m.content: m.code.anchors for m in _memories(ctx, "cline")}
+    assert got == {
+        "Invoices go out on the first Monday": (),  # the title is no prefix
+        "Refunds are approved by the finance team": (),
+        "The first fact is on line one": got["The first fact is on line one"],
+        "The second fact is on line two": (),  # line 2 of 1, for the code's reader
+        "A planted name with a backslash in it": (),
+        "The small file's fact keeps its anchor": got["The small file's fact keeps its anchor"]}
+    assert len(got["The first fact is on line one"]) == 1
+    small = got["The small file's fact keeps its anchor"][0]
+    assert (small.path, small.start, small.end) == ("memory-bank/small.md", 2, 2)
+    assert done.count("store") == 6
+    assert adopt(ctx, SourceAsk("cline")).count("unchanged") == 6
 
 
 def test_a_linked_folder_is_not_entered(ctx, home, tmp_path):
