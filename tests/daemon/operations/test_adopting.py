@@ -135,6 +135,21 @@ def test_hostile_files_are_left_out_with_why_and_the_rest_come_in(ctx, home, mon
     assert not any("root:" in m.content for m in _memories(ctx, "cline"))
 
 
+def test_a_nul_byte_anywhere_leaves_the_file_out(ctx, home):
+    """Not only in the first 8 KiB (where a binary file shows it): the text after a NUL
+    would otherwise come in."""
+    facts = b"".join(b"- Fact number %d of a long file, long enough to count\n" % n
+                     for n in range(400))
+    assert len(facts) > 16_384
+    _write(ctx, "memory-bank/late.md", facts + b"- hidden \x00 behind a NUL byte\n")
+    _write(ctx, "memory-bank/brief.md", "- The product sends invoices every month\n")
+    done = adopt(ctx, SourceAsk("cline"))
+    assert "NUL" in done.found.skipped["memory-bank/late.md"]
+    assert [f.shown for f in done.found.files] == ["memory-bank/brief.md"]
+    assert [m.content for m in _memories(ctx, "cline")] == [
+        "The product sends invoices every month"]
+
+
 def test_a_piece_that_cannot_be_anchored_comes_in_without_its_anchor(ctx, home):
     """Files up to sources' limit (4 MiB) are read, code anchors stop at 2 MiB; a name or
     a line break (form feed) the code's reader takes otherwise: the piece is kept, only
