@@ -6,6 +6,10 @@ from typing import Literal, TypeGuard, get_args
 from memnest_proto.contract import CATEGORIES as CATEGORIES
 from memnest_proto.contract import Category as Category
 
+# How one memory relates to another: each is a kind of link the database keeps.
+Relation = Literal["RELATED_TO", "SUPERSEDES", "EXPLAINS"]
+RELATION_TYPES: tuple[Relation, ...] = get_args(Relation)
+
 # Who may see a memory: only this machine, or the team through its shared file (daemon/team/).
 Scope = Literal["private", "shared"]
 SCOPES: tuple[Scope, ...] = get_args(Scope)

@@ -23,6 +23,7 @@ from ..code.files import AnchorError, clean_path
 from ..code.files import read_source as read_code
 from ..core.errors import invalid
 from ..core.records import ORIGIN_CHARS, Memory, Origin, content_hash
+from ..core.types import Relation
 from ..curation import admission
 from ..curation.capture import Verdict
 from ..curation.conflicts import workspace_ids
@@ -35,7 +36,7 @@ from ..storage.safe_files import Confined
 from .context import CallContext
 from .embedding import embed_with_progress
 from .forget import forget
-from .linking import Link, Relation, relate
+from .linking import Link, relate
 from .remember import Entry, remember
 from .revise import Change, revise
 

@@ -7,13 +7,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..core.errors import ToolError, invalid, not_found
+from ..core.types import Relation
 from ..store.changes import Changes, Edge
 from ..store.graph import pair
 from ..store.store import MemoryStore
 from .context import CallContext
 
-# The relation types (storage/database.py RELATION_TYPES, which tests/daemon keeps equal).
-Relation = Literal["RELATED_TO", "SUPERSEDES", "EXPLAINS"]
 LinkStatus = Literal["created", "exists", "invalid", "not_found"]
 UnlinkStatus = Literal["removed", "not_found"]
 VerdictStatus = Literal["recorded", "exists"]

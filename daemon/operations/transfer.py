@@ -24,10 +24,9 @@ from ..core.config import Settings
 from ..core.errors import invalid
 from ..core.records import from_iso
 from ..core.strict_schema import StrictValidator
-from ..core.types import SCOPES, Category, Scope
+from ..core.types import RELATION_TYPES, SCOPES, Category, Scope
 from ..curation import admission
 from ..curation.ingest import Item
-from ..storage.database import RELATION_TYPES
 from ..store.changes import Edge
 from .admitting import LeftOut, clean_tags, private_free
 

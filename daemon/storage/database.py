@@ -19,7 +19,8 @@ from ladybug.prepared_statement import PreparedStatement
 
 from ..core.anchors import CodeContext
 from ..core.records import Memory, content_hash
-from ..core.types import Category, Via
+from ..core.storage_errors import ModelMismatch
+from ..core.types import RELATION_TYPES, Category, Via
 from . import db_files, integrity, wal_recovery
 from .row_journal import RowJournal
 from .vector_snapshot import Snapshot
@@ -39,7 +40,6 @@ MEMORY_COLUMNS = ("id", "content", "content_hash", "category", "tags", "importan
 # Columns added after the first schema: added to an older database when it opens.
 ADDED_COLUMNS = ("origin_via", "origin_client", "origin_session", "code", "scope",
                  "global_id")
-RELATION_TYPES = ("RELATED_TO", "SUPERSEDES", "EXPLAINS")
 LOAD_CHUNK = 5000  # rows fetched from the driver at a time when a workspace opens
 FETCH_BY_ID_MAX = 2000  # more missing embeddings than this are read in one scan
 ACCESS_ROWS_PER_STATEMENT = 1000
@@ -48,10 +48,6 @@ PREPARED_PER_CONNECTION = 128  # the daemon's own statements number a few dozen
 # stay short and a crash costs little to embed again.
 SMALL_ROW_BYTES = 2048
 DEFER_MAX_ROWS = 64  # embeddings waiting for the next checkpoint, at most
-
-
-class ModelMismatch(RuntimeError):
-    pass
 
 
 def _schema(dim: int) -> list[str]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.records import Memory
-from ..storage.database import RELATION_TYPES
+from ..core.types import RELATION_TYPES
 from .graph import Edge as Edge  # what a Changes names its links by
 from .graph import pair
 

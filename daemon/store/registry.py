@@ -14,8 +14,8 @@ import numpy as np
 
 from ..code.git_cli import tracked
 from ..core.errors import ToolError, invalid
+from ..core.storage_errors import ModelMismatch
 from ..storage import db_files
-from ..storage.database import ModelMismatch
 from ..storage.db_files import OWN_FOLDER, UnsafeLocation, unresolved
 from .known import KnownWorkspaces
 from .store import MemoryStore

@@ -41,9 +41,8 @@ from ..code.files import AnchorError, clean_path
 from ..core import strict_json
 from ..core.anchors import MAX_ANCHORS, MAX_CODE_JSON, Anchor, CodeContext
 from ..core.records import GLOBAL_ID, Memory, from_iso, iso, normalise_tags
-from ..core.types import Category
+from ..core.types import RELATION_TYPES, Category
 from ..curation import admission
-from ..storage.database import RELATION_TYPES
 
 VERSION = 1
 SUFFIX = ".json"

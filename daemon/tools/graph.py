@@ -4,16 +4,15 @@ from itertools import combinations
 from typing import Any, TypedDict
 
 from ..core.errors import invalid
+from ..core.types import RELATION_TYPES, Relation
 from ..operations.linking import (
     Link,
     Linked,
-    Relation,
     keep_separate,
     relate,
     topics,
     unrelate,
 )
-from ..storage.database import RELATION_TYPES
 from ..store.changes import Edge
 from .common import ID, IDS, MAX_SAFE_INT
 from .registry import ToolContext, tool

@@ -4,6 +4,7 @@ from typing import get_args
 
 import pytest
 from memnest_daemon.core.errors import ToolError
+from memnest_daemon.core.types import RELATION_TYPES
 from memnest_daemon.operations.linking import (
     Link,
     Relation,
@@ -12,7 +13,6 @@ from memnest_daemon.operations.linking import (
     topics,
     unrelate,
 )
-from memnest_daemon.storage.database import RELATION_TYPES
 from support import stored_memories
 
 TEXTS = ("The billing service retries webhooks three times with exponential backoff.",
