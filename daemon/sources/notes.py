@@ -62,7 +62,7 @@ def render_note(fields: dict[str, object], content: str,
             lines += [f"  - {_yaml_text(str(v))}" for v in value]
         else:
             lines.append(f"{key}: {_yaml_text(str(value))}")
-    lines += ["---", content]
+    lines += ["---", *(_escaped(line) for line in content.split("\n"))]
     if relations:
         lines += ["", RELATIONS_HEADING]
         lines += [f"- {NOTE_WORDS.get(rel, 'related_to')} [[{name}]]" for rel, name in relations]
@@ -78,12 +78,32 @@ def _yaml_text(value: str) -> str:
     return plain
 
 
+def _escaped(line: str) -> str:
+    """A line of a memory's text as a note holds it: one that reads as the Relations
+    heading (or as one escaped) gets a backslash before it, so that only the section
+    render_note writes is read as links. _unescaped undoes it."""
+    if line.strip().lstrip("\\") != RELATIONS_HEADING:
+        return line
+    at = len(line) - len(line.lstrip())
+    return f"{line[:at]}\\{line[at:]}"
+
+
+def _unescaped(line: str) -> str:
+    if not line.strip().startswith("\\") or line.strip().lstrip("\\") != RELATIONS_HEADING:
+        return line
+    at = len(line) - len(line.lstrip())
+    return line[:at] + line[at + 1:]
+
+
 def read_note(doc: markdown.Document, text: str) -> NoteMemory | None:
     """The memory a note of memnest's own holds (None when the note is not one): the text
-    between the frontmatter and a closing Relations section made only of relation lines."""
+    between the frontmatter and a closing Relations section made only of relation lines.
+    Lines are cut at \\n only, as render_note joined them: the text comes back as written."""
     if str(doc.front.get(NOTE_MARK, "")) != "1":
         return None
-    lines = text.splitlines()
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the newline ending the last line starts no other
     start = _after_front(lines)
     end, relations = len(lines), []
     heading = _last_index(lines, RELATIONS_HEADING, start)
@@ -94,7 +114,7 @@ def read_note(doc: markdown.Document, text: str) -> NoteMemory | None:
                 found, [ln for ln in lines[heading + 1:] if ln.strip()])):
             relations = [r for r in found if r is not None]
             end = heading
-    content = "\n".join(lines[start:end]).strip()
+    content = "\n".join(_unescaped(line) for line in lines[start:end]).strip()
     tags = doc.front.get("tags", [])
     importance = str(doc.front.get("importance", "3"))
     return NoteMemory(content, category_named(str(doc.front.get("category", ""))) or "general",

@@ -80,6 +80,36 @@ def test_a_note_reads_back_exactly_what_was_written():
     assert got.relations == (("EXPLAINS", "10-other"), ("SUPERSEDES", "11-older"))
 
 
+def test_relations_written_in_a_memorys_text_come_back_as_text_not_links(tmp_path):
+    """A memory whose own text ends like a note's Relations section (and has no links of
+    its own) is read back byte for byte, its text never made a link; look-alike lines and
+    line breaks other than \\n come back as written too."""
+    source = OperationContext(tmp_path / "a")
+    target = OperationContext(tmp_path / "b")
+    try:
+        newer = "The billing rule now: refunds need two approvals"
+        new_id = remember(source, [Entry(newer, keep_as_is=True)], batch=True
+                          ).outcomes[0].memory.id
+        name = notes.note_name(new_id, newer)
+        texts = [f"How the billing rule read in 2024\n\n## Relations\n- supersedes [[{name}]]",
+                 f"Look-alikes\n  ## Relations  \n\\## Relations\n\\\\## Relations\n"
+                 f"- explains [[{name}]]",
+                 "Line breaks kept as written\r\nsecond line\u2028third\x0cfourth"]
+        remember(source, [Entry(t, keep_as_is=True) for t in texts], batch=True)
+        written = export_notes(source)
+        done = adopt(target, SourceAsk("markdown", written.folder))
+        with target.store.reading():
+            got = {m.content for m in target.store.in_scope(target.workspace)}
+            edges = set(target.store.graph.edges)
+        assert edges == set()  # was SUPERSEDES, from the text's own lines
+        assert got == {newer, *texts}
+        assert done.links == {"created": 0, "exists": 0, "unresolved": 0}
+        assert adopt(target, SourceAsk("markdown", written.folder)).count("unchanged") == 4
+    finally:
+        source.close()
+        target.close()
+
+
 def test_basic_memory_observations_relations_and_wikilinks(tmp_path):
     ctx = OperationContext(tmp_path)
     try:
