@@ -18,6 +18,7 @@ from memnest_proto.version import PROTOCOL_VERSION, VERSION
 
 from ..core.errors import ToolError
 from ..core.records import Origin
+from ..core.storage_errors import DISK_REASONS, DiskFailure, disk_trouble
 from ..store.resolution import resolve
 from ..team import published
 from ..tools import TOOLS, ToolContext
@@ -357,24 +358,17 @@ class MemnestService(pb_grpc.MemnestServicer):
         return pb.ShutdownResponse(accepted=True, restarting=restarting)
 
 
-# What the storage layer says when the disk, not the call, is at fault (LadybugDB raises a
-# RuntimeError "IO exception: ... Error: <strerror>"; Python raises OSError).
-_STORAGE_REASONS = {"No space left on device": "the disk is full",
-                    "Disk quota exceeded": "the disk quota is exhausted",
-                    "Read-only file system": "the file system is read-only",
-                    "Permission denied": "the database folder is not writable"}
-
-
 def storage_failure(exc: Exception) -> str | None:
-    """A sentence for the caller when `exc` is a full or read-only disk, else None. The write
-    was one transaction, so nothing of it was stored and the database stays usable."""
-    text = str(exc)
-    if not isinstance(exc, (OSError, RuntimeError)):
+    """A sentence for the caller when `exc` is a full or read-only disk (the storage layer's
+    DiskFailure, or an OSError saying so), else None. The write was one transaction, so
+    nothing of it was stored and the database stays usable."""
+    if isinstance(exc, DiskFailure):
+        needle: str | None = exc.strerror
+    elif isinstance(exc, OSError):
+        needle = disk_trouble(str(exc))
+    else:
         return None
-    if isinstance(exc, RuntimeError) and "IO exception" not in text:
+    if needle is None:
         return None
-    for needle, reason in _STORAGE_REASONS.items():
-        if needle in text:
-            return (f"nothing was written: {reason} ({needle}); free space or make the "
-                    "database folder writable and retry; what was stored before is intact")
-    return None
+    return (f"nothing was written: {DISK_REASONS[needle]} ({needle}); free space or make the "
+            "database folder writable and retry; what was stored before is intact")

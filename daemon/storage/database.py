@@ -1,6 +1,7 @@
 """LadybugDB access for one database file: schema, and the durable half of every write.
 
-Only this module talks Cypher to the store. Each thread gets its own connection; callers
+Only this module talks Cypher to the store, and the engine's errors that layers above act on
+leave it as those of core/storage_errors.py. Each thread gets its own connection; callers
 serialise writes (see workspace.MemoryStore), so every write here is one transaction that
 either commits whole or leaves nothing behind.
 """
@@ -19,7 +20,7 @@ from ladybug.prepared_statement import PreparedStatement
 
 from ..core.anchors import CodeContext
 from ..core.records import Memory, content_hash
-from ..core.storage_errors import ModelMismatch
+from ..core.storage_errors import DiskFailure, ModelMismatch, disk_trouble
 from ..core.types import RELATION_TYPES, Category, Via
 from . import db_files, integrity, wal_recovery
 from .row_journal import RowJournal
@@ -129,6 +130,10 @@ class Database:
         return conn
 
     def rows(self, query: str, params: Params | None = None) -> list[Row]:
+        with _disk_failures():
+            return self._rows(query, params)
+
+    def _rows(self, query: str, params: Params | None) -> list[Row]:
         conn = self._conn()
         if params:
             statement = self._prepared(conn, query)
@@ -188,6 +193,11 @@ class Database:
         deferred rows alone. A crash in between leaves those rows without an embedding, and
         opening the store embeds them again. Writes with no embedding at all (access counts)
         also pass `checkpoint=False`."""
+        with _disk_failures(), self._transaction(checkpoint):
+            yield self
+
+    @contextmanager
+    def _transaction(self, checkpoint: bool) -> Iterator["Database"]:
         conn = self._conn()
         pending = self._pending if checkpoint and not self.ephemeral else {}
         if pending:
@@ -361,6 +371,11 @@ class Database:
         from it; the others are read here, each straight into the matrix (a list of every
         row holds 384 Python floats per memory, and the process kept that memory after the
         list was gone)."""
+        with _disk_failures():
+            return self._load_all(snapshot)
+
+    def _load_all(self, snapshot: Snapshot | None
+                  ) -> tuple[list[Memory], list[int], np.ndarray, int, list[Memory]]:
         cols = ", ".join(f"m.{c}" for c in MEMORY_COLUMNS)
         result = _single(self._conn().execute(
             f"MATCH (m:Memory) RETURN {cols}, m.embedding IS NOT NULL"))
@@ -534,6 +549,22 @@ class Database:
         if names:
             self.rows("MATCH (t:Topic) WHERE t.name IN $names AND NOT EXISTS "
                       "{ MATCH (:Memory)-[:ABOUT]->(t) } DELETE t", {"names": list(names)})
+
+
+@contextmanager
+def _disk_failures() -> Iterator[None]:
+    """The engine reports a write the disk refused as RuntimeError("IO exception: ...
+    Error: <strerror>"): the layers above get it as a DiskFailure, its message kept."""
+    try:
+        yield
+    except RuntimeError as exc:
+        text = str(exc)
+        if isinstance(exc, DiskFailure) or "IO exception" not in text:
+            raise
+        strerror = disk_trouble(text)
+        if strerror is None:
+            raise
+        raise DiskFailure(strerror, text) from exc
 
 
 def _single(result: lb.QueryResult | list[lb.QueryResult]) -> lb.QueryResult:

@@ -1,9 +1,11 @@
 """The LadybugDB layer on its own, in process."""
 import numpy as np
 import psutil
+import pytest
 
 from memnest_daemon.storage.database import DEFER_MAX_ROWS, SMALL_ROW_BYTES, Database
 from memnest_daemon.core.records import Memory, content_hash, utcnow
+from memnest_daemon.core.storage_errors import DiskFailure
 
 
 def test_writes_with_embeddings_do_not_grow_the_process(tmp_path):
@@ -77,3 +79,28 @@ def test_only_rows_with_a_replayable_record_are_deferred(tmp_path):
     memory = Database(":memory:", "model", 4, 64, 1)  # nothing to checkpoint there
     assert not memory.can_defer([_row(1, "short")])
     memory.close()
+
+
+ENGINE_DISK_FULL = ("IO exception: Cannot write to file memory.lbug.wal. Error: "
+                    "No space left on device")
+
+
+def test_the_engine_saying_the_disk_is_full_leaves_storage_as_a_disk_failure(monkeypatch):
+    db = Database(":memory:", "model", 4, 64, 1)
+
+    def full(*_):
+        raise RuntimeError(ENGINE_DISK_FULL)
+
+    monkeypatch.setattr(db, "_rows", full)
+    with pytest.raises(DiskFailure) as failed:
+        db.rows("MATCH (m:Memory) RETURN m.id")
+    assert failed.value.strerror == "No space left on device"
+    assert str(failed.value) == ENGINE_DISK_FULL
+    monkeypatch.undo()
+    with pytest.raises(DiskFailure), db.transaction():
+        raise RuntimeError(ENGINE_DISK_FULL)
+    with pytest.raises(RuntimeError) as other:  # any other engine error is left as it is
+        db.rows("MATCH (m:NoSuchTable) RETURN m")
+    assert not isinstance(other.value, DiskFailure)
+    assert db.rows("MATCH (m:Memory) RETURN count(m)") == [[0]]  # and the database serves on
+    db.close()
