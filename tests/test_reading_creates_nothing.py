@@ -12,7 +12,8 @@ CTL = Path(sys.executable).parent / "memnest-ctl"
 
 READS = [("memory_search", {"query": "deploy"}), ("memory_list", {}),
          ("memory_get", {"ids": [1]}), ("memory_stats", {}), ("memory_topics", {}),
-         ("memory_schema", {}), ("memory_stale", {})]
+         ("memory_schema", {}), ("memory_stale", {}), ("memory_review", {}),
+         ("memory_graph_html", {"inline": True})]
 
 
 def _snapshot(root):

@@ -53,6 +53,7 @@ def memory_graph_html(ctx: ToolContext, args: GraphHtmlArgs) -> dict[str, Any]:
     if limit > ceiling:
         raise invalid(f"max_nodes {limit} is over MEMORY_GRAPH_MAX_NODES ({ceiling}); a page "
                       "that large is slow to draw. Raise the setting if you really need it")
+    ctx.reading = bool(args.get("inline"))  # a page handed back creates nothing
     graph = gather_graph(ctx, limit, args.get("include_topics", True))
     page = render(_page_data(graph, ctx.workspace))
     counts = {"nodes": graph.nodes, "memories": len(graph.memories),

@@ -44,6 +44,7 @@ def memory_review(ctx: ToolContext, args: ReviewArgs) -> dict[str, Any]:
     if "keep" in args and args.get("keep_all"):
         raise invalid("give `keep` (some ids) or `keep_all`, not both")
     out: dict[str, Any] = {}
+    ctx.reading = "keep" not in args and not args.get("keep_all")  # a look creates nothing
     if "keep" in args or args.get("keep_all"):
         done = keep(ctx, None if args.get("keep_all") else list(args["keep"]))
         out = {"kept": done.kept, "missing": done.missing, "remaining": done.remaining}

@@ -51,14 +51,7 @@ def signed_in(ui: Workbench) -> tuple[httpx.Client, str]:
     return http, found.group(1)
 
 
-# The daemon serves these two from the workspace's database, which it creates to do so:
-# memory_review's queue and memory_graph_html's inline page are not yet read as reads are.
-DAEMON_CREATES = pytest.mark.xfail(reason="the daemon creates .memnest/ for memory_review and "
-                                   "memory_graph_html on a folder with no memory")
-
-
-@pytest.mark.parametrize("path", [pytest.param(p, marks=DAEMON_CREATES)
-                                  if p in ("/review", "/graph") else p for p in PAGES])
+@pytest.mark.parametrize("path", PAGES)
 def test_a_page_of_a_folder_with_no_memory_creates_nothing_there(served, empty, path):
     before = _snapshot(empty)
     http, _ = signed_in(served)
