@@ -582,9 +582,17 @@ def keep_out_of_git(workspace: Path, written: list[Path]) -> list[str]:
     if not inside or not (workspace / ".git").exists():
         return []
 
+    # The project's own git config may name programs git would run (an fsmonitor hook,
+    # hooks, a pager): switched off, as the daemon's git calls do (daemon/code/git_cli.py).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
+
     def git(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["git", "-C", str(workspace), *args], capture_output=True,
-                              text=True, timeout=30)
+        return subprocess.run(["git", "-C", str(workspace), "-c", "core.fsmonitor=false",
+                               "-c", "core.hooksPath=/dev/null", "-c", "core.pager=cat",
+                               "-c", "core.untrackedCache=false", *args],
+                              capture_output=True, text=True, timeout=30, env=env,
+                              stdin=subprocess.DEVNULL)
     try:
         where = git("rev-parse", "--git-path", "info/exclude")
     except (OSError, subprocess.TimeoutExpired):

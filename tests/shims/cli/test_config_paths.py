@@ -202,3 +202,19 @@ def test_the_exclude_list_is_not_written_through_a_link(env, project, decoys):
     exclude.unlink()
     assert config("cursor", env=env, cwd=project).returncode == 0
     assert "/.cursor/mcp.json" in exclude.read_text()
+
+
+def test_the_projects_git_config_runs_no_program(env, project, tmp_path):
+    """The git calls `config` makes in a project (where its exclude list is, what is ignored)
+    run none of the programs a cloned project's .git/config can name."""
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    ran = tmp_path / "ran"
+    hook = tmp_path / "hook.sh"
+    hook.write_text(f"#!/bin/sh\necho \"$0 $*\" >> {ran}\n")
+    hook.chmod(0o755)
+    for key, value in (("core.fsmonitor", str(hook)), ("core.pager", str(hook)),
+                       ("core.hooksPath", str(tmp_path))):
+        subprocess.run(["git", "-C", str(project), "config", key, value], check=True)
+    out = config("claude-code", env=env, cwd=project)
+    assert out.returncode == 0, out.stderr
+    assert not ran.exists(), ran.read_text()
