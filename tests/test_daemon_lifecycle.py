@@ -139,3 +139,18 @@ def test_idle_databases_are_closed_and_reopen_on_use(fresh_daemon, workspace):
     got = client.call_tool("memory_get", {"id": stored["id"]}, str(workspace))
     assert got["content"] == "kept across an idle close"
     assert "after" in fresh_daemon.log.read_text() and "idle" in fresh_daemon.log.read_text()
+
+
+def test_a_log_file_that_is_a_link_stops_memnestd_before_it_writes(fresh_daemon, tmp_path):
+    """memnestd appends to its log by name: a link planted there (MEMNEST_LOG_FILE, or the
+    default log folder) would have it write another file. It refuses to start, and the
+    link's target is unchanged."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    link = tmp_path / "memnestd.log"
+    link.symlink_to(victim)
+    fresh_daemon.env["MEMNEST_LOG_FILE"] = str(link)
+    proc = fresh_daemon.start(wait=False)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "not a log file of its own" in err
+    assert victim.read_text() == "keep me\n"

@@ -5,6 +5,7 @@ import logging.handlers
 import os
 import queue
 import signal
+import stat
 import sys
 import threading
 import time
@@ -60,7 +61,9 @@ class _StderrCopy(logging.Handler):
 
 def _setup_logging(to_stderr: bool) -> Path:
     log_path = paths.log_file()
-    log_path.parent.mkdir(parents=True, exist_ok=True)
+    _check_log_file(log_path)
+    if not log_path.parent.exists():
+        log_path.parent.mkdir(mode=0o700, parents=True)
     fmt = logging.Formatter("%(asctime)s %(levelname)s [%(process)d %(threadName)s] "
                             "%(name)s: %(message)s")
     root = logging.getLogger()
@@ -88,6 +91,20 @@ def _use_sealing_key(settings: Settings) -> None:
     except (KeyRefused, ToolError, OSError) as exc:
         log.error("no sealing key: %s; followed sources set before this start are not "
                   "trusted after it", getattr(exc, "message", None) or exc)
+
+
+def _check_log_file(path: Path) -> None:
+    """The log is appended to by name: a link there (or a file of another user's, or one
+    with another hard link) would have the daemon write elsewhere. Refused, with the fix."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode) or \
+            info.st_uid != os.geteuid() or info.st_nlink > 1:
+        raise SystemExit(f"memnestd: {path} is not a log file of its own (a link, another "
+                         "user's, not a regular file, or hard-linked elsewhere); remove it or "
+                         "set MEMNEST_LOG_FILE to another path")
 
 
 def main(argv: list[str] | None = None) -> int:
