@@ -39,3 +39,23 @@ def cache_dir() -> Path:
 
 def grpc_target(path: Path) -> str:
     return f"unix://{path}"
+
+
+# Folders that hold the system, not a project (and the parents of users' homes): the daemon
+# keeps no memory there (store/registry.py check_workspace) and a client writes no project
+# file there (memnest-ctl config).
+_SYSTEM = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc",
+           "/run", "/sbin", "/sys", "/usr", "/var", "/System", "/Library", "/private/etc",
+           "/private/var")
+_SYSTEM_EXACT = ("/", "/home", "/Users", "/tmp", "/var/tmp", "/private/tmp", "/opt", "/srv",
+                 "/mnt", "/media", "/root" if os.geteuid() != 0 else "")
+_NOT_SYSTEM = ("/var/tmp/", "/var/folders/", "/private/var/folders/", "/run/user/")
+
+
+def system_folder(path: str) -> bool:
+    """Whether `path` (resolved) is a system folder rather than a project."""
+    if path in _SYSTEM_EXACT:
+        return True
+    if path.startswith(_NOT_SYSTEM) and path.rstrip("/") not in _SYSTEM_EXACT:
+        return False
+    return any(path == top or path.startswith(top + "/") for top in _SYSTEM)

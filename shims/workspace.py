@@ -52,22 +52,3 @@ def enclosing_project(start: Path) -> Path:
 
 def db_path_override() -> str:
     return os.environ.get("MEMORY_DB_PATH", "").strip()
-
-
-# Folders that hold the system, not a project (and the parents of users' homes): the ones the
-# daemon's check_workspace refuses, so that a client writes no project file there either.
-_SYSTEM = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc",
-           "/run", "/sbin", "/sys", "/usr", "/var", "/System", "/Library", "/private/etc",
-           "/private/var")
-_SYSTEM_EXACT = ("/", "/home", "/Users", "/tmp", "/var/tmp", "/private/tmp", "/opt", "/srv",
-                 "/mnt", "/media", "/root" if os.geteuid() != 0 else "")
-_NOT_SYSTEM = ("/var/tmp/", "/var/folders/", "/private/var/folders/", "/run/user/")
-
-
-def system_folder(path: str) -> bool:
-    """Whether `path` (resolved) is a system folder rather than a project."""
-    if path in _SYSTEM_EXACT:
-        return True
-    if path.startswith(_NOT_SYSTEM) and path.rstrip("/") not in _SYSTEM_EXACT:
-        return False
-    return any(path == top or path.startswith(top + "/") for top in _SYSTEM)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from memnest_proto import paths
 
 from ..code.git_cli import tracked
 from ..core.errors import ToolError, invalid
@@ -122,7 +123,7 @@ def check_workspace(workspace: str) -> str:
     if not os.path.isdir(resolved):
         raise invalid(f"workspace {workspace!r} is not an existing directory; check "
                       "MEMORY_WORKSPACE or the directory the client runs in")
-    if _system_folder(resolved):
+    if paths.system_folder(resolved):
         raise ToolError("permission_denied",
                         f"{resolved} is a system folder, not a project: memnest keeps no "
                         "memories there. Start the client in a project directory or set "
@@ -133,23 +134,6 @@ def check_workspace(workspace: str) -> str:
                         f"{resolved} belongs to another user (uid {owner}); memnest keeps "
                         "memories only in folders of the user it runs as")
     return resolved
-
-
-# Folders that hold the system, not a project (and the parents of users' homes).
-_SYSTEM = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc",
-           "/run", "/sbin", "/sys", "/usr", "/var", "/System", "/Library", "/private/etc",
-           "/private/var")
-_SYSTEM_EXACT = ("/", "/home", "/Users", "/tmp", "/var/tmp", "/private/tmp", "/opt", "/srv",
-                 "/mnt", "/media", "/root" if os.geteuid() != 0 else "")
-_NOT_SYSTEM = ("/var/tmp/", "/var/folders/", "/private/var/folders/", "/run/user/")
-
-
-def _system_folder(path: str) -> bool:
-    if path in _SYSTEM_EXACT:
-        return True
-    if path.startswith(_NOT_SYSTEM) and path.rstrip("/") not in _SYSTEM_EXACT:
-        return False
-    return any(path == top or path.startswith(top + "/") for top in _SYSTEM)
 
 
 class StoreRegistry:

@@ -5,9 +5,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from memnest_proto import paths
 from memnest_proto.contract import DEFAULT_MODEL
 
-from ...workspace import system_folder
 from .. import agent_hooks, editor_configs
 from ..common import Command, ExitCode, Failure, check_model, print_json
 from ..editor_configs import CLIENTS, Check, FilePlan, Plan
@@ -140,7 +140,7 @@ def check_project(workspace: Path) -> None:
     """config writes in the project only when it is a project of the user's: not a system
     folder (as the daemon refuses it), not another user's (files made there as root would
     be theirs no more)."""
-    if system_folder(str(workspace)):
+    if paths.system_folder(str(workspace)):
         raise Failure(f"{workspace} is a system folder, not a project: run this in a project "
                       "or give --workspace DIR")
     owner = workspace.stat().st_uid
