@@ -141,7 +141,7 @@ class LastDream(TypedDict):
 
 
 def last_dream(store: MemoryStore, workspace: str) -> LastDream | None:
-    text = store.db.meta(_state_key(workspace, "last_report"))
+    text = store.meta(_state_key(workspace, "last_report"))
     try:
         found = json.loads(text) if text else None
     except ValueError:
@@ -169,7 +169,7 @@ def take_snapshot(store: MemoryStore, workspace: str) -> Snapshot:
 
 def gates(store: MemoryStore, workspace: str, snap: Snapshot, settings: DreamSettings,
           now: datetime) -> Gates:
-    last = store.db.meta(_state_key(workspace, "last_at"))
+    last = store.meta(_state_key(workspace, "last_at"))
     last_at = datetime.fromisoformat(last) if last else None
     ops = sum(1 for m in snap.memories.values() if last_at is None or m.updated_at > last_at)
     hours = None if last_at is None else (now - last_at).total_seconds() / 3600
@@ -408,7 +408,7 @@ def dream(store: MemoryStore, workspace: str, embedder: Embedder, settings: Drea
     if not gate["open"] and not force:
         report["status"] = "skipped"
         return report
-    window_start = int(store.db.meta(_state_key(workspace, "window_start")) or 0)
+    window_start = int(store.meta(_state_key(workspace, "window_start")) or 0)
     progress(0, 5, "planning")
     p = plan(snap, settings, window_start, now)
     total = len(snap.memories)
@@ -422,7 +422,7 @@ def dream(store: MemoryStore, workspace: str, embedder: Embedder, settings: Drea
     report["supersession_cycles"] = p.cycles
     report["clusters"] = p.clusters
     report["stale_code"] = _stale_code(snap)
-    orphans = store.db.orphan_topics()
+    orphans = store.orphan_topics()
     if dry_run:
         progress(5, 5, "planned (dry run: nothing changed)")
         report.update(DreamReport(

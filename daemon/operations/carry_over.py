@@ -17,8 +17,8 @@ def carry_over(store: MemoryStore, old: list[str], new: str) -> int:
     for path in old:
         for was, now in [(review_key(path), review_key(new)),
                          *zip(state_keys(path), state_keys(new))]:
-            value = store.db.meta(was)
-            if value is not None and store.db.meta(now) is None and now not in meta:
+            value = store.meta(was)
+            if value is not None and store.meta(now) is None and now not in meta:
                 meta[now] = value
     followed = recorded(store)
     taken = [p for p in old if p in followed and new not in followed]

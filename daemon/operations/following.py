@@ -122,10 +122,10 @@ def recorded(store: MemoryStore) -> dict[str, list[dict[str, str | None]]]:
     """The followed sources of every workspace of the database, by workspace (Meta), when
     this user's memnest wrote them (sealed): a database a stranger committed to a repository
     could otherwise name the user's own files (`~/notes`) to import into it."""
-    value = store.db.meta(FOLLOWED)
+    value = store.meta(FOLLOWED)
     if not value:
         return {}
-    if not sealing.sealed(store.db.meta(FOLLOWED_SEAL), FOLLOWED, value.encode()):
+    if not sealing.sealed(store.meta(FOLLOWED_SEAL), FOLLOWED, value.encode()):
         log.warning("%s: its followed sources were not written by this user's memnest (a "
                     "database from elsewhere?); none is followed. memory_import with follow "
                     "follows a source again", store.db_path)

@@ -122,7 +122,7 @@ def checked(ask: Ask, allow_destructive: bool) -> guard.Verdict:
 
 def _job(ctx: CallContext, ask: Ask, verdict: guard.Verdict) -> Job:
     settings, store = ctx.settings, ctx.store
-    size = 0 if store.db.ephemeral else os.path.getsize(store.db_path)
+    size = 0 if store.ephemeral else os.path.getsize(store.db_path)
     return {"db_path": store.db_path, "query": ask.query, "params": ask.params,
             "read": verdict.kind == guard.READ, "audit": verdict.kind == guard.WRITE,
             "max_rows": ask.max_rows, "full_vectors": ask.full_vectors,
@@ -138,7 +138,7 @@ def _job(ctx: CallContext, ask: Ask, verdict: guard.Verdict) -> Job:
 def _run(store: MemoryStore, job: Job) -> Reply:
     """The job's reply, in the worker process (an ephemeral database, which no other process
     can open, runs here). Write lock held."""
-    if store.db.ephemeral:
+    if store.ephemeral:
         return _run_here(store, job)
     with store.database_closed():
         reply: Reply = _WORKER.run(job)

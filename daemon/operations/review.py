@@ -102,7 +102,7 @@ def review_key(workspace: str) -> str:
 
 
 def _state(store: MemoryStore, workspace: str) -> ReviewState:
-    return ReviewState.parse(store.db.meta(review_key(workspace)))
+    return ReviewState.parse(store.meta(review_key(workspace)))
 
 
 def _waiting(store: MemoryStore, workspace: str) -> list[Memory]:

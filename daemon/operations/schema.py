@@ -61,7 +61,7 @@ def describe(ctx: CallContext) -> Schema:
         db_indexes = [{"table": r[0], "name": r[1], "type": r[2], "properties": r[3]}
                       for r in db.rows("CALL show_indexes() RETURN *")]
         in_workspace = sum(1 for m in store.catalog.values() if m.workspace == ctx.workspace)
-        next_id = max(max(store.catalog, default=0) + 1, int(db.meta("next_id") or 1))
+        next_id = max(max(store.catalog, default=0) + 1, int(store.meta("next_id") or 1))
         search = [SearchIndex("vector", "exact cosine similarity over a float32 matrix, in "
                               "memory", "embedding", len(store.vectors)),
                   SearchIndex("keyword", "BM25 (tantivy, English stemming), in memory",

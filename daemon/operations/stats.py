@@ -68,7 +68,7 @@ def personal_count(ctx: CallContext) -> int | None:
 def index_census(store: MemoryStore) -> dict[str, int | bool]:
     """Count, against the database itself, every row the search indexes should hold and do
     not (or hold and should not). Healthy only when every count of a problem is zero."""
-    rows = store.db.census_rows()  # (id, has embedding, embedding model) of every row
+    rows = store.census_rows()  # (id, has embedding, embedding model) of every row
     in_db = {i for i, _, _ in rows}
     embedded = {i for i, has_vector, _ in rows if has_vector}
     vector_ids, keyword_ids = store.vectors.ids(), store.keywords.ids()

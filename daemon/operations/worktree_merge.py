@@ -49,7 +49,7 @@ def merge_worktree(ctx: CallContext, source: MemoryStore, worktree: str) -> Merg
     """Bring the memories `source` (the worktree's own database) holds for `worktree` into
     `ctx`'s workspace, unless they were brought already."""
     with _merging:
-        if source.db.meta(MERGED_INTO):
+        if source.meta(MERGED_INTO):
             return None
         found = read_content(source, worktree)
         memories = found.memories
@@ -73,7 +73,7 @@ def merge_worktree(ctx: CallContext, source: MemoryStore, worktree: str) -> Merg
 def merges(store: MemoryStore) -> list[dict[str, object]]:
     """The reports of the worktree databases merged into this one (memory_stats)."""
     try:
-        found = json.loads(store.db.meta(MERGES) or "[]")
+        found = json.loads(store.meta(MERGES) or "[]")
     except ValueError:
         return []
     return found if isinstance(found, list) else []

@@ -396,6 +396,26 @@ class MemoryStore:
         self.version += 1
         self._load()
 
+    # -- what the database keeps beside the indexes -------------------------------------
+
+    @property
+    def ephemeral(self) -> bool:
+        """Whether the database lives only in memory (":memory:"), gone once closed."""
+        return self.db.ephemeral
+
+    def meta(self, key: str) -> str | None:
+        """What the database keeps under `key` (a commit's Changes.meta wrote it), or None."""
+        return self.db.meta(key)
+
+    def census_rows(self) -> list[tuple[int, bool, str]]:
+        """(id, has an embedding, its model) of every row of the database, not of the
+        catalog; an embedding still to be written counts."""
+        return self.db.census_rows()
+
+    def orphan_topics(self) -> int:
+        """How many topics of the database no memory is about."""
+        return self.db.orphan_topics()
+
     # -- reads (read lock held) ----------------------------------------------------------
 
     def in_scope(self, workspace: str | None) -> list[Memory]:

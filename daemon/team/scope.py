@@ -73,7 +73,7 @@ def mark(m: Memory) -> str:
 
 def recorded(store: MemoryStore) -> dict[str, RetiredId]:
     """The retired global ids as the database records them."""
-    found: dict[str, RetiredId] = json.loads(store.db.meta(RETIRED) or "{}")
+    found: dict[str, RetiredId] = json.loads(store.meta(RETIRED) or "{}")
     return found
 
 

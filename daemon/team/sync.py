@@ -381,7 +381,7 @@ def apply_new(store: MemoryStore, workspace: str, settings: Settings, plan: Plan
         return
     # global ids merged into a memory that has another one: not brought in again (a
     # restart reads every file) but left alone, and their edits with them
-    aliases: dict[str, str] = json.loads(store.db.meta(ALIASES) or "{}")
+    aliases: dict[str, str] = json.loads(store.meta(ALIASES) or "{}")
     added: dict[str, str] = {}
     shared = _shared_now(store, workspace)  # after this sync's deletes and withdrawals
     by_author: dict[str, list[Shared]] = defaultdict(list)  # each keeps who wrote it
