@@ -2,6 +2,7 @@
 in the shims imports the daemon (a shim must start fast and stay small; DESIGN.md 1).
 docs/ARCHITECTURE.md describes the layers."""
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,6 +114,63 @@ def test_only_the_store_writes():
                              f"{name}.{node.func.attr}: describe it as Changes for "
                              "MemoryStore.commit")
     assert not wrong, "\n".join(wrong)
+
+
+# The database engine is named only in storage/ and in cypher/ (the memory_query tool, a
+# capability of the engine): above them a module neither imports it nor writes its queries,
+# and only the store reaches its Database (DESIGN.md 14).
+ENGINE_PACKAGES = {"ladybug", "real_ladybug"}
+ENGINE_LAYERS = {"storage", "cypher"}
+# A string that opens with a Cypher clause and then a pattern, parameter, label or procedure.
+CYPHER_TEXT = re.compile(r"\s*(?:OPTIONAL\s+MATCH|MATCH|CREATE|MERGE|UNWIND|CALL)\s+[(\w$:]")
+# To move behind the backend interface (issue 56): each still runs Cypher or reaches the
+# engine past the store. A module leaves the list once it does neither (checked below).
+ENGINE_REACHERS = {
+    "daemon/store/verify.py": "reads rows and embeddings with Cypher for memory_verify",
+    "daemon/store/reconcile.py": "reads the Memory rows a raw Cypher write left",
+    "daemon/operations/schema.py": "asks the engine's catalog for memory_schema",
+    "daemon/operations/query.py": "hands the engine's connection to memory_query's runner",
+}
+
+
+def _engine_reaches(path: Path, package: str, layer: str) -> list[str]:
+    """What in this module names the engine: an import of it, Cypher text, and (above the
+    store) the store's Database."""
+    found = [f"{line}: imports {module}" for line, module in _imports(path, package)
+             if module.split(".")[0] in ENGINE_PACKAGES]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and CYPHER_TEXT.match(node.value):
+            found.append(f"{node.lineno}: Cypher {node.value[:40]!r}")
+        elif isinstance(node, ast.Attribute) and node.attr == "db" \
+                and DAEMON_LAYERS[layer] > DAEMON_LAYERS["store"]:
+            found.append(f"{node.lineno}: reaches {ast.unparse(node)}, the store's Database")
+    return found
+
+
+def test_only_storage_and_cypher_name_the_engine():
+    wrong, moved = [], []
+    for path, package, rel in _files("daemon", "memnest_daemon"):
+        if len(rel) < 2 or rel[0] in ENGINE_LAYERS:
+            continue
+        name = str(path.relative_to(ROOT))
+        found = _engine_reaches(path, package, rel[0])
+        if found and name not in ENGINE_REACHERS:
+            wrong += [f"{name}:{where}" for where in found]
+        elif not found and name in ENGINE_REACHERS:
+            moved.append(name)
+    assert not wrong, ("only storage/ and cypher/ name the engine; above the store, go "
+                       "through MemoryStore:\n" + "\n".join(wrong))
+    assert not moved, f"no longer names the engine: take it off ENGINE_REACHERS: {moved}"
+
+
+def test_the_engine_check_sees_what_it_is_meant_to():
+    cypher = ["MATCH (m:Memory) RETURN m.id", "CALL show_tables() RETURN *",
+              "UNWIND $rows AS r CREATE (m:Memory {id: r.id})", "CREATE NODE TABLE T(k INT64)",
+              "MERGE (k:Meta {key: $k}) SET k.value = $v", "OPTIONAL MATCH (a)-[r]->(b)"]
+    prose = ["Match the tags", "CREATE", "the MATCH (m) clause", "CALLS: 3", "match (m)"]
+    assert all(CYPHER_TEXT.match(s) for s in cypher)
+    assert not any(CYPHER_TEXT.match(s) for s in prose)
 
 
 def test_the_contract_is_defined_once():
