@@ -19,8 +19,12 @@ run: install
 	$(PY) examples/demo.py
 
 # MEMNEST_EDITOR_CLIS=1: a test that drives a real editor CLI fails, not skips, without it.
+# -n 2: two pytest-xdist workers, each with its own session daemon; --dist loadfile keeps a
+# file's tests on one worker, so its module fixtures (a built wheel, a Claude Code session)
+# are set up once. The tripwire (tests/tripwire.py) looks at the machine from the
+# controller, before the workers start and after they end.
 test: install lint docs editors axe chromium
-	MEMNEST_EDITOR_CLIS=1 $(PY) -m pytest
+	MEMNEST_EDITOR_CLIS=1 $(PY) -m pytest -n 2 --dist loadfile
 
 # The manual in docs/ (mkdocs.yml), in strict mode: a broken link, anchor or a page left out of
 # the nav fails it. site/ is git-ignored.

@@ -1,11 +1,14 @@
 """memnestd under a service manager: socket activation exactly as systemd does it, the idle exit
 of on-demand daemons, the systemd units and the launchd plist, and `memnest-ctl service`."""
 import os
+import queue
 import signal
 import socket
 import stat
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -279,13 +282,19 @@ def test_unit_files_pass_systemd_analyze_verify(systemd_analyze, tmp_path):
     for name, text in rendered.items():
         assert not PLACEHOLDER.search(text), f"{name} keeps a placeholder"
         (units / name).write_text(text)
-    runtime = tmp_path / "xdg-runtime"
-    runtime.mkdir(mode=0o700)
+    # A short runtime folder: systemd reads the user's other socket units too, whose paths
+    # under it (gnupg/S.gpg-agent.browser) outgrow a socket's 108 bytes below a tmp_path
+    # that pytest-xdist makes longer (popen-gw1/).
+    runtime = Path(tempfile.mkdtemp(prefix="xdg-"))  # created 0700
     env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime), "HOME": str(tmp_path),
            "SYSTEMD_LOG_COLOR": "0"}
-    verify = subprocess.run([systemd_analyze, "--user", "verify",
-                             str(units / service.SOCKET_UNIT), str(units / service.SERVICE_UNIT)],
-                            env=env, capture_output=True, text=True, timeout=120)
+    try:
+        verify = subprocess.run([systemd_analyze, "--user", "verify",
+                                 str(units / service.SOCKET_UNIT),
+                                 str(units / service.SERVICE_UNIT)],
+                                env=env, capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
     # verify exits 0 even for settings it ignores: any message at all is a finding.
     assert verify.returncode == 0 and not (verify.stdout + verify.stderr).strip(), \
         verify.stdout + verify.stderr
@@ -304,13 +313,15 @@ def test_systemd_analyze_catches_a_missing_executable(systemd_analyze, tmp_path)
     setup.command = [str(tmp_path / "no-such" / "memnestd")]
     for name, text in service.render_systemd(setup).items():
         (units / name).write_text(text)
-    runtime = tmp_path / "xdg-runtime"
-    runtime.mkdir(mode=0o700)
-    verify = subprocess.run([systemd_analyze, "--user", "verify",
-                             str(units / service.SERVICE_UNIT)],
-                            env={**os.environ, "XDG_RUNTIME_DIR": str(runtime),
-                                 "HOME": str(tmp_path)},
-                            capture_output=True, text=True, timeout=120)
+    runtime = Path(tempfile.mkdtemp(prefix="xdg-"))  # short: see the test above
+    try:
+        verify = subprocess.run([systemd_analyze, "--user", "verify",
+                                 str(units / service.SERVICE_UNIT)],
+                                env={**os.environ, "XDG_RUNTIME_DIR": str(runtime),
+                                     "HOME": str(tmp_path)},
+                                capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
     assert verify.returncode != 0 or "not executable" in verify.stderr
 
 
@@ -604,11 +615,27 @@ def test_logs_shows_the_tail_and_follows(fresh_daemon, tmp_path):
     out = ctl_run("logs", "-n", "2", env=env)
     assert out.returncode == 0 and out.stdout.splitlines() == last
     follower = sp.Popen([str(CTL), "logs", "-f", "-n", "0"], env=env, stdout=sp.PIPE, text=True)
+    shown: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [shown.put(line) for line in follower.stdout],
+                     daemon=True).start()
     try:
-        time.sleep(1.5)
-        with open(fresh_daemon.log, "a") as f:
-            f.write("a line written while following\n")
-        assert follower.stdout.readline() == "a line written while following\n"
+        # It follows from the end of the log as it found it when it opened it (a line written
+        # before that is rightly not shown; on a busy machine its start takes seconds): write
+        # a line at a time until one is shown.
+        seen: list[str] = []
+        deadline = time.monotonic() + 60
+        n = 0
+        while not any(line.startswith("a line written while following") for line in seen):
+            assert time.monotonic() < deadline, f"memnest-ctl logs -f showed nothing: {seen}"
+            with open(fresh_daemon.log, "a") as f:
+                f.write(f"a line written while following ({n})\n")
+            n += 1
+            try:
+                seen.append(shown.get(timeout=0.5))
+            except queue.Empty:
+                pass
+        assert all(line.endswith("\n") for line in seen)
+        assert not {line.rstrip("\n") for line in seen} & set(last)  # -n 0: no old line
     finally:
         follower.terminate()
         follower.wait(timeout=10)
@@ -693,7 +720,6 @@ def test_a_daemon_whose_stderr_nobody_reads_keeps_serving(fresh_daemon, workspac
         except Exception as exc:  # noqa: BLE001 - reported below
             failed.append(exc)
 
-    import threading
     caller = threading.Thread(target=calls, daemon=True)
     caller.start()
     while caller.is_alive():  # a blocked call never answers: fail on a minute without one
